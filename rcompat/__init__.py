@@ -1,0 +1,31 @@
+"""rcompat: diagnose why R + deep learning + GPU breaks on a machine.
+
+Public API (stable names); heavy engines are imported only when called:
+
+    rcompat.doctor(areas=None) -> Report
+    rcompat.r.probe() -> RFacts
+    rcompat.cuda.probe() -> CudaFacts;  rcompat.device() -> DeviceChoice
+    rcompat.elf.symbols(path), .deps(path), .missing(path), .abi_diff(old, new), .patch_diff(a, b)
+    rcompat.race.run(...)
+"""
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+__all__ = ["__version__", "doctor", "device", "Finding", "Report", "Status"]
+
+from rcompat.model import Finding, Report, Status  # noqa: E402  (light: stdlib only)
+
+
+def doctor(areas=None, *, timeout: float | None = None) -> Report:
+    """Run every available probe (or only `areas`) and return one Report."""
+    from rcompat.doctor import run_doctor
+
+    return run_doctor(areas=areas, timeout=timeout)
+
+
+def device(**kwargs):
+    """Choose "cuda" or "cpu" with the reason (see rcompat.cuda.device)."""
+    from rcompat.cuda.device import choose_device
+
+    return choose_device(**kwargs)

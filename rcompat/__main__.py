@@ -1,0 +1,3 @@
+from rcompat.cli.main import main
+
+raise SystemExit(main())

@@ -1,0 +1,29 @@
+"""Write files so that a reader never sees half of one: temp file in the same directory, then rename."""
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from rcompat.errors import RcompatError
+
+
+def write_text_atomic(path: "str | os.PathLike[str]", text: str, encoding: str = "utf-8") -> Path:
+    target = Path(path)
+    directory = target.parent if str(target.parent) else Path(".")
+    if not directory.is_dir():
+        raise RcompatError(f"cannot write {target}: directory {directory} does not exist")
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding=encoding) as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    return target

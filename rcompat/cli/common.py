@@ -1,0 +1,42 @@
+"""Options and output shared by every subcommand that prints a report."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from rcompat.model import Report
+
+REPORT_FORMATS = ("text", "json", "markdown", "junit")
+
+
+def add_report_options(parser: argparse.ArgumentParser, formats=REPORT_FORMATS, strict: bool = True) -> None:
+    parser.add_argument("--format", "-f", choices=formats, default="text", help="output format (default: text)")
+    parser.add_argument("--output", "-o", metavar="FILE",
+                        help="write the report to FILE (atomically: a temp file, then rename) instead of stdout")
+    if strict:
+        parser.add_argument("--strict", action="store_true", help="count warn findings as failures (exit 1)")
+    parser.add_argument("--verbose", "-v", action="store_true", help="text format: show evidence and sources")
+
+
+def write_output(text: str, output: str | None) -> None:
+    if output and output != "-":
+        from rcompat.atomic import write_text_atomic
+
+        write_text_atomic(output, text)
+    else:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+
+
+def emit_report(report: Report, args: argparse.Namespace) -> int:
+    """Render `report` as asked, write it, return the exit code the findings give."""
+    from rcompat.render import render
+    from rcompat.render.text import use_colour
+
+    strict = bool(getattr(args, "strict", False))
+    fmt = getattr(args, "format", "text")
+    output = getattr(args, "output", None)
+    colour = fmt == "text" and not output and use_colour(sys.stdout)
+    text = render(report, fmt, colour=colour, verbose=getattr(args, "verbose", False), strict=strict)
+    write_output(text, output)
+    return report.exit_code(strict=strict)

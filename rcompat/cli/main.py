@@ -1,0 +1,92 @@
+"""The `rcompat` command: parse arguments, dispatch, map errors to exit codes. Nothing else.
+
+Each engine contributes its subcommands through a `register(subparsers)` function in a light module
+(argparse only); handlers import their engine when they run, so `rcompat --help` and `rcompat elf
+symbols` never import pandas, torch or rpy2.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from typing import Sequence
+
+from rcompat import __version__
+from rcompat.errors import RcompatError
+
+COMMAND_MODULES = (
+    "rcompat.cli.doctor_cmd",
+    "rcompat.r.cli",
+    "rcompat.cuda.cli",
+    "rcompat.elf.cli",
+    "rcompat.race.cli",
+    "rcompat.cli.tools_cmd",
+)
+
+EXIT_OK, EXIT_FINDING, EXIT_ERROR = 0, 1, 2
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> "None":  # one line, exit 2, like every other own error
+        self.print_usage(sys.stderr)
+        sys.stderr.write(f"{self.prog}: error: {message}\n")
+        raise SystemExit(EXIT_ERROR)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="rcompat",
+        description="Diagnose why R + deep learning + GPU breaks on this machine.",
+        epilog="Exit codes: 0 all ok/skip, 1 a failing finding (warn too with --strict), 2 rcompat's own "
+               "error. Run 'rcompat COMMAND --help' for each command.")
+    parser.add_argument("--version", action="version", version=f"rcompat {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks of rcompat's own errors")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name != name:  # a real missing dependency inside an engine: surface it
+                raise
+            continue
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in argv
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        if not getattr(args, "func", None):
+            parser.print_help(sys.stderr)
+            return EXIT_ERROR
+        return int(args.func(args) or 0)
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else EXIT_ERROR
+    except KeyboardInterrupt:
+        sys.stderr.write("rcompat: interrupted\n")
+        return 130
+    except BrokenPipeError:
+        return EXIT_OK
+    except (RcompatError, OSError) as exc:
+        if debug:
+            raise
+        sys.stderr.write(f"rcompat: error: {_one_line(exc)}\n")
+        return EXIT_ERROR
+    except Exception as exc:  # noqa: BLE001 - never a traceback unless --debug
+        if debug:
+            raise
+        sys.stderr.write(f"rcompat: internal error: {type(exc).__name__}: {_one_line(exc)} "
+                         "(rerun with --debug for the traceback)\n")
+        return EXIT_ERROR
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc) or type(exc).__name__
+    return " ".join(text.split())
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""cuda engine (see docs/architecture.md)."""

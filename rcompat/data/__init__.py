@@ -1,0 +1,77 @@
+"""Knowledge tables: which versions break, which pair with which.
+
+Code evaluates these tables; it does not contain versions. Every row must name its `source`, so a
+maintainer can check a claim and a user can see where it came from. Loaders validate the columns and
+raise DataError naming the file and row, so a broken edit is caught by `make test`, not by a user.
+"""
+from __future__ import annotations
+
+import csv
+import functools
+import sys
+from pathlib import Path
+from typing import Any, Iterable
+
+from rcompat.errors import DataError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+DATA_DIR = Path(__file__).resolve().parent
+CONFIDENCE = ("high", "medium", "low", "unverified")
+
+
+def data_path(name: str) -> Path:
+    return DATA_DIR / name
+
+
+def load_toml(path: "str | Path", table: str, required: Iterable[str] = ("id", "source")) -> list[dict[str, Any]]:
+    """Rows of the array-of-tables `table` in a TOML file, each checked for `required` keys."""
+    path = _resolve(path)
+    try:
+        doc = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise DataError(f"{path}: cannot read table: {exc}") from exc
+    rows = doc.get(table)
+    if not isinstance(rows, list):
+        raise DataError(f"{path}: expected an array of tables [[{table}]]")
+    return [_checked(path, i, row, required) for i, row in enumerate(rows, 1)]
+
+
+def load_csv(path: "str | Path", required: Iterable[str] = ("source",)) -> list[dict[str, str]]:
+    """Rows of a CSV table (header line first; lines starting with # are comments)."""
+    path = _resolve(path)
+    try:
+        lines = [ln for ln in path.read_text(encoding="utf-8").splitlines() if not ln.lstrip().startswith("#")]
+    except OSError as exc:
+        raise DataError(f"{path}: cannot read table: {exc}") from exc
+    reader = csv.DictReader(lines)
+    missing = [c for c in required if c not in (reader.fieldnames or [])]
+    if missing:
+        raise DataError(f"{path}: missing column(s) {', '.join(missing)}")
+    return [_checked(path, i, {k: (v or "").strip() for k, v in row.items()}, required)
+            for i, row in enumerate(reader, 2)]
+
+
+def _resolve(path: "str | Path") -> Path:
+    p = Path(path)
+    return p if p.is_absolute() or p.exists() else DATA_DIR / p
+
+
+def _checked(path: Path, index: int, row: Any, required: Iterable[str]) -> dict[str, Any]:
+    if not isinstance(row, dict):
+        raise DataError(f"{path}: row {index} is not a table")
+    for key in required:
+        if row.get(key) in (None, ""):
+            raise DataError(f"{path}: row {index} ({row.get('id', '?')}) lacks '{key}'")
+    conf = row.get("confidence")
+    if conf and conf not in CONFIDENCE:
+        raise DataError(f"{path}: row {index} has confidence {conf!r}; use one of {', '.join(CONFIDENCE)}")
+    return row
+
+
+@functools.lru_cache(maxsize=None)
+def cached_toml(name: str, table: str) -> tuple[dict[str, Any], ...]:
+    return tuple(load_toml(name, table))

@@ -1,0 +1,160 @@
+"""Run whatever may crash or hang in a child process, and turn its end into facts.
+
+Loading R torch's native code, initialising CUDA and race trials can segfault, abort or hang; in the
+parent that would end the tool. Every engine uses this one helper: the child runs in its own process
+group (so a timeout kills its grandchildren too), is always reaped, and reports progress as JSON lines
+on stdout (`{"step": "..."}` marks where it is), so a crash can name the step it was in.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+from rcompat.model import Finding, Status
+
+TAIL_LINES = 20
+
+
+@dataclass
+class ChildResult:
+    argv: list[str]
+    returncode: int | None
+    timed_out: bool
+    duration_s: float
+    stdout: str
+    stderr: str
+    records: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def signal(self) -> int | None:
+        """The signal that ended the child (POSIX reports it as a negative return code)."""
+        if self.returncode is not None and self.returncode < 0:
+            return -self.returncode
+        # A shell or R wrapper reports "killed by signal N" as 128+N.
+        if self.returncode is not None and 128 < self.returncode < 128 + 65 and self.stderr_mentions_signal():
+            return self.returncode - 128
+        return None
+
+    @property
+    def signal_name(self) -> str | None:
+        sig = self.signal
+        if sig is None:
+            return None
+        try:
+            return signal.Signals(sig).name
+        except ValueError:
+            return f"signal {sig}"
+
+    @property
+    def ok(self) -> bool:
+        return not self.timed_out and self.returncode == 0
+
+    @property
+    def last_step(self) -> str | None:
+        for rec in reversed(self.records):
+            if "step" in rec:
+                return str(rec["step"])
+        return None
+
+    def stderr_mentions_signal(self) -> bool:
+        text = self.stderr.lower()
+        return any(w in text for w in ("segmentation fault", "segfault", "aborted", "caught segfault",
+                                       "killed", "bus error"))
+
+    def tail(self, n: int = TAIL_LINES) -> str:
+        lines = (self.stdout.rstrip("\n") + "\n" + self.stderr.rstrip("\n")).strip("\n").splitlines()
+        return "\n".join(lines[-n:])
+
+    def describe_end(self) -> str:
+        if self.timed_out:
+            return f"hung: no result within {self.duration_s:.0f} s; killed"
+        if self.signal_name:
+            return f"killed by {self.signal_name}"
+        return f"exited with status {self.returncode}"
+
+    def to_evidence(self) -> dict[str, Any]:
+        return {"command": " ".join(self.argv), "returncode": self.returncode, "signal": self.signal_name,
+                "timed_out": self.timed_out, "duration_s": round(self.duration_s, 3),
+                "last_step": self.last_step, "output_tail": self.tail()}
+
+
+def run_child(argv: Sequence[str], *, timeout: float, env: Mapping[str, str] | None = None,
+              cwd: str | None = None, stdin: str | None = None) -> ChildResult:
+    """Run `argv`, kill its whole process group on timeout, parse JSON lines from stdout."""
+    start = time.monotonic()
+    full_env = dict(os.environ)
+    if env:
+        full_env.update(env)
+    try:
+        proc = subprocess.Popen(list(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                                env=full_env, cwd=cwd, text=True, errors="replace",
+                                start_new_session=True)
+    except OSError as exc:
+        return ChildResult(list(argv), 127, False, 0.0, "", f"cannot start {argv[0]}: {exc}")
+    timed_out = False
+    try:
+        out, err = proc.communicate(stdin, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        _kill_group(proc)
+        out, err = proc.communicate()
+    finally:
+        if proc.poll() is None:  # interrupted (KeyboardInterrupt): never leave a child behind
+            _kill_group(proc)
+            proc.wait()
+    return ChildResult(list(argv), proc.returncode, timed_out, time.monotonic() - start,
+                       out or "", err or "", parse_json_lines(out or ""))
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        try:
+            proc.kill()
+        except ProcessLookupError:
+            pass
+
+
+def parse_json_lines(text: str) -> list[dict[str, Any]]:
+    """JSON objects one per line; other lines (R's chatter, warnings) are ignored."""
+    records = []
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("{") and line.endswith("}"):
+            try:
+                obj = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(obj, dict):
+                records.append(obj)
+    return records
+
+
+def run_python_child(module: str, args: Sequence[str] = (), *, timeout: float,
+                     env: Mapping[str, str] | None = None) -> ChildResult:
+    """Run `python -m module args…` with this interpreter (so the child sees the same packages)."""
+    return run_child([sys.executable, "-m", module, *args], timeout=timeout, env=env)
+
+
+def child_failure(result: ChildResult, *, id: str, area: str, what: str, remedy: str,
+                  source: str = "") -> Finding:
+    """A `fail` finding for a child that crashed, hung or exited non-zero while doing `what`."""
+    step = result.last_step
+    where = f" during step '{step}'" if step else ""
+    return Finding(id=id, area=area, status=Status.FAIL, title=f"{what}: {result.describe_end()}",
+                   message=f"{what} {result.describe_end()}{where}.", remedy=remedy,
+                   evidence=result.to_evidence(), source=source)
+
+
+def emit(record: Mapping[str, Any]) -> None:
+    """Child side: one JSON line, flushed at once so a crash right after it still leaves it behind."""
+    sys.stdout.write(json.dumps(dict(record), default=str) + "\n")
+    sys.stdout.flush()

@@ -1,0 +1,167 @@
+"""The one result model every engine reports through.
+
+A probe gathers facts; a check turns facts into `Finding`s; a `Report` holds the findings of a run plus
+the raw facts they were derived from. Renderers (rcompat.render) and the pandas conversion read only
+this module's types, so an engine never needs to know how its output is shown.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import enum
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping
+
+SCHEMA_VERSION = 1
+
+
+class Status(str, enum.Enum):
+    OK = "ok"
+    WARN = "warn"
+    FAIL = "fail"
+    SKIP = "skip"
+    ERROR = "error"
+
+    def __str__(self) -> str:  # "fail", not "Status.FAIL", in messages and tables
+        return self.value
+
+
+# Worst first: used to order findings and to compute a summary status.
+SEVERITY = {Status.ERROR: 4, Status.FAIL: 3, Status.WARN: 2, Status.SKIP: 1, Status.OK: 0}
+
+
+@dataclass
+class Finding:
+    """One statement about the machine: what was checked, how it came out, and what to do."""
+
+    id: str
+    area: str
+    status: Status
+    title: str
+    message: str = ""
+    remedy: str = ""
+    evidence: dict[str, Any] = field(default_factory=dict)
+    source: str = ""
+    confidence: str = ""
+
+    def __post_init__(self) -> None:
+        self.status = Status(self.status)
+        if not self.id or not self.area:
+            raise ValueError("a Finding needs an id and an area")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "area": self.area,
+            "status": self.status.value,
+            "title": self.title,
+            "message": self.message,
+            "remedy": self.remedy,
+            "evidence": _jsonable(self.evidence),
+            "source": self.source,
+            "confidence": self.confidence,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "Finding":
+        known = {k: data[k] for k in ("id", "area", "status", "title", "message", "remedy",
+                                      "evidence", "source", "confidence") if k in data}
+        return cls(**known)
+
+
+def _jsonable(value: Any) -> Any:
+    """Evidence may hold paths, enums, tuples, sets: make it JSON-safe without losing meaning."""
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, (set, frozenset)):
+        return sorted(_jsonable(v) for v in value)
+    if isinstance(value, enum.Enum):
+        return value.value
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    if isinstance(value, bytes):
+        return value.hex()
+    return str(value)
+
+
+@dataclass
+class Report:
+    """Findings of one run plus the facts behind them."""
+
+    findings: list[Finding] = field(default_factory=list)
+    facts: dict[str, Any] = field(default_factory=dict)
+    command: str = "doctor"
+    generated_at: str = field(
+        default_factory=lambda: _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
+
+    def add(self, findings: Iterable[Finding] | Finding) -> None:
+        if isinstance(findings, Finding):
+            findings = [findings]
+        self.findings.extend(findings)
+
+    def by_status(self, status: Status | str) -> list[Finding]:
+        status = Status(status)
+        return [f for f in self.findings if f.status is status]
+
+    def counts(self) -> dict[str, int]:
+        counts = {s.value: 0 for s in Status}
+        for f in self.findings:
+            counts[f.status.value] += 1
+        return counts
+
+    def exit_code(self, strict: bool = False) -> int:
+        """0 all ok/skip; 1 a failing finding (warn too under --strict).
+
+        An `error` finding is a check that could not run: it is reported, and it fails the run like a
+        `fail` does, because the user cannot trust an answer that was not computed. rcompat's own errors
+        (bad arguments, unreadable input) never get this far: the CLI exits 2 for them.
+        """
+        failing = {Status.FAIL, Status.ERROR} | ({Status.WARN} if strict else set())
+        return 1 if any(f.status in failing for f in self.findings) else 0
+
+    def areas(self) -> list[str]:
+        seen: dict[str, None] = {}
+        for f in self.findings:
+            seen.setdefault(f.area, None)
+        return list(seen)
+
+    def to_dict(self) -> dict[str, Any]:
+        from rcompat import __version__
+
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "tool": {"name": "rcompat", "version": __version__},
+            "command": self.command,
+            "generated_at": self.generated_at,
+            "summary": {"counts": self.counts(), "exit_code": self.exit_code(),
+                        "exit_code_strict": self.exit_code(strict=True)},
+            "findings": [f.to_dict() for f in self.findings],
+            "facts": _jsonable(self.facts),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "Report":
+        if data.get("schema_version") != SCHEMA_VERSION:
+            raise ValueError(f"unsupported report schema_version {data.get('schema_version')!r}")
+        return cls(findings=[Finding.from_dict(f) for f in data.get("findings", [])],
+                   facts=dict(data.get("facts", {})), command=data.get("command", "doctor"),
+                   generated_at=data.get("generated_at", ""))
+
+    def to_json(self, indent: int | None = 2) -> str:
+        import json
+
+        return json.dumps(self.to_dict(), indent=indent, sort_keys=False)
+
+    def to_frame(self):
+        """One row per finding; evidence stays a dict column. pandas is imported only here."""
+        import pandas as pd
+
+        columns = ["id", "area", "status", "title", "message", "remedy", "evidence", "source",
+                   "confidence"]
+        return pd.DataFrame([f.to_dict() for f in self.findings], columns=columns)
+
+    def render(self, fmt: str = "text", **options: Any) -> str:
+        from rcompat.render import render
+
+        return render(self, fmt, **options)

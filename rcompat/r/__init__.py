@@ -1,0 +1,1 @@
+"""r engine (see docs/architecture.md)."""

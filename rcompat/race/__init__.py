@@ -1,0 +1,1 @@
+"""race engine (see docs/architecture.md)."""

@@ -1,0 +1,23 @@
+"""Renderers: a Report in, a string out. They never probe and never decide the exit code."""
+from __future__ import annotations
+
+from typing import Any
+
+from rcompat.errors import UsageError
+
+FORMATS = ("text", "json", "markdown", "junit")
+
+
+def render(report, fmt: str = "text", **options: Any) -> str:
+    fmt = (fmt or "text").lower()
+    if fmt == "text":
+        from rcompat.render.text import render_text as fn
+    elif fmt == "json":
+        from rcompat.render.json_ import render_json as fn
+    elif fmt in ("markdown", "md"):
+        from rcompat.render.markdown import render_markdown as fn
+    elif fmt in ("junit", "xml"):
+        from rcompat.render.junit import render_junit as fn
+    else:
+        raise UsageError(f"unknown format '{fmt}'; choose from: {', '.join(FORMATS)}")
+    return fn(report, **options)

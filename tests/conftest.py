@@ -1,0 +1,45 @@
+"""Shared test fixtures: real tools only. Engine-specific fixtures live in tests/<engine>/conftest.py."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+FIXTURES = REPO / "fixtures"
+
+
+def run_cli(*args: str, timeout: float = 300, env: dict | None = None) -> subprocess.CompletedProcess:
+    """Run the real `rcompat` CLI in a fresh interpreter, as a user would."""
+    import os
+
+    full_env = dict(os.environ)
+    full_env.pop("NO_COLOR", None)
+    if env:
+        full_env.update(env)
+    return subprocess.run([sys.executable, "-m", "rcompat", *args], capture_output=True, text=True,
+                          timeout=timeout, env=full_env, cwd=str(REPO))
+
+
+@pytest.fixture
+def cli():
+    return run_cli
+
+
+@pytest.fixture(scope="session")
+def gcc() -> str:
+    path = shutil.which("gcc")
+    if not path:
+        pytest.skip("gcc not installed (make test installs it with build-essential)")
+    return path
+
+
+@pytest.fixture(scope="session")
+def rscript() -> str:
+    path = shutil.which("Rscript")
+    if not path:
+        pytest.skip("Rscript not installed (make test installs r-base-core)")
+    return path
