@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 _SPLIT = re.compile(r"[.\-]")
 _PRE = re.compile(r"^(\d+)(?:[-_.]?(a|alpha|b|beta|rc|c|pre|preview|dev)[-_.]?(\d*))?$", re.I)
+_TAG_ONLY = re.compile(r"^(a|alpha|b|beta|rc|c|pre|preview|dev)(\d*)$", re.I)
 _PRE_RANK = {"dev": -4, "a": -3, "alpha": -3, "b": -2, "beta": -2, "pre": -1, "preview": -1,
              "c": -1, "rc": -1}
 
@@ -38,6 +39,10 @@ class Version:
         pre = None
         parts = _SPLIT.split(body)
         for i, part in enumerate(parts):
+            tag = _TAG_ONLY.match(part)
+            if tag and release and i == len(parts) - 1:  # "2.0.0.dev1": the tag is its own field
+                pre = (_PRE_RANK[tag.group(1).lower()], int(tag.group(2) or 0))
+                break
             m = _PRE.match(part)
             if not m:
                 raise ValueError(f"not a version: {text!r}")

@@ -1,0 +1,45 @@
+# The README's two commands: `make doctor` (the main job) and `make test` (the test suite).
+# Both set up everything a fresh Debian 12 machine lacks, idempotently: Debian packages (R, reticulate,
+# binutils, abigail-tools) only when missing, a virtualenv, rcompat in editable mode with the rpy2 that
+# fits the R found (scripts/rpy2_requirement.py reads rcompat/data/rpy2_r.csv), and torch 2.13.0 (the
+# CPU wheel on this disk; plain `torch` would fetch a multi-GB CUDA build).
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.rcompat-setup
+TORCH_REQUIREMENT ?= torch==2.13.0
+PYTEST_ARGS ?=
+ARGS ?=
+
+.PHONY: all setup system doctor test bench fuzz clean
+
+all: test
+
+system:
+	@bash scripts/ensure_system.sh
+
+$(STAMP): pyproject.toml rcompat/data/rpy2_r.csv | system
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --disable-pip-version-check -e '.[test]' \
+	    "$$($(PYTHON) scripts/rpy2_requirement.py)" '$(TORCH_REQUIREMENT)' 2>&1 | grep -v '^WARNING: Location' || true
+	@$(BIN)/python -c 'import rcompat, rpy2, torch, elftools, pandas, pytest' \
+	    || { echo "set-up incomplete: a required package failed to install (see above)" >&2; exit 1; }
+	@touch $@
+
+setup: system $(STAMP)
+
+doctor: setup
+	$(BIN)/rcompat doctor $(ARGS)
+
+test: setup
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+bench: setup
+	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+fuzz: setup
+	$(BIN)/python benchmarks/fuzz_elf.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache build *.egg-info

@@ -1,0 +1,119 @@
+"""The CLI as a user runs it: real probes, real subprocesses, real exit codes."""
+import json
+import os
+
+import junitparser
+import pytest
+
+from rcompat.model import Finding, Report, Status
+from rcompat.render import render
+
+
+def test_version_and_help(cli):
+    out = cli("--version")
+    assert out.returncode == 0 and out.stdout.startswith("rcompat ")
+    out = cli("doctor", "--help")
+    assert out.returncode == 0 and "--only AREA" in out.stdout and "--strict" in out.stdout
+
+
+def test_doctor_python_area_exits_0_and_json_parses(cli):
+    out = cli("doctor", "--only", "python", "--format", "json")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    ids = {f["id"] for f in data["findings"]}
+    assert {"PY-VERSION", "PY-PACKAGES", "PY-TORCH"} <= ids
+    assert data["facts"]["python"]["packages"]["torch"].startswith("2.13.0")
+    assert data["summary"]["exit_code"] == 0
+
+
+def test_unknown_area_exits_2_with_one_line(cli):
+    out = cli("doctor", "--only", "nosuch")
+    assert out.returncode == 2
+    assert "unknown area 'nosuch'" in out.stderr
+    assert "Traceback" not in out.stderr and len(out.stderr.strip().splitlines()) == 1
+
+
+def test_bad_option_exits_2(cli):
+    out = cli("doctor", "--format", "yaml")
+    assert out.returncode == 2 and "invalid choice" in out.stderr
+
+
+def test_output_file_is_written_atomically(cli, tmp_path):
+    target = tmp_path / "report.md"
+    out = cli("doctor", "--only", "python", "--format", "markdown", "--output", str(target))
+    assert out.returncode == 0 and out.stdout == ""
+    text = target.read_text()
+    assert text.startswith("### rcompat doctor report") and "`PY-VERSION`" in text
+    assert [p.name for p in tmp_path.iterdir()] == ["report.md"]  # no temp file left behind
+
+
+def test_output_into_missing_directory_exits_2_and_writes_nothing(cli, tmp_path):
+    target = tmp_path / "nowhere" / "r.json"
+    out = cli("doctor", "--only", "python", "--output", str(target))
+    assert out.returncode == 2 and "does not exist" in out.stderr
+    assert not target.parent.exists()
+
+
+def test_junit_output_parses_as_junit(cli, tmp_path):
+    target = tmp_path / "r.xml"
+    out = cli("doctor", "--only", "python", "--format", "junit", "--output", str(target))
+    assert out.returncode == 0, out.stderr
+    xml = junitparser.JUnitXml.fromfile(str(target))
+    cases = [c for suite in xml for c in suite]
+    assert any(c.name.startswith("PY-VERSION") for c in cases)
+    assert all(c.is_passed for c in cases)
+
+
+def test_junit_maps_each_status():
+    report = Report(findings=[Finding(id=f"X-{s.value}", area="x", status=s, title=s.value, message="m")
+                              for s in Status])
+    xml = junitparser.JUnitXml.fromstring(render(report, "junit"))
+    suite = next(iter(xml))
+    by_name = {c.name.split(":")[0]: c for c in suite}
+    assert isinstance(by_name["X-fail"].result[0], junitparser.Failure)
+    assert isinstance(by_name["X-error"].result[0], junitparser.Error)
+    assert isinstance(by_name["X-skip"].result[0], junitparser.Skipped)
+    assert by_name["X-ok"].is_passed and by_name["X-warn"].is_passed
+    assert (suite.tests, suite.failures, suite.errors, suite.skipped) == (5, 1, 1, 1)
+    strict = next(iter(junitparser.JUnitXml.fromstring(render(report, "junit", strict=True))))
+    assert strict.failures == 2
+
+
+def test_text_has_colour_only_when_asked():
+    report = Report(findings=[Finding(id="X-1", area="x", status="fail", title="broken", remedy="fix it")])
+    plain = render(report, "text")
+    assert "\x1b[" not in plain and "FAIL" in plain and "fix: fix it" in plain
+    assert "\x1b[31m" in render(report, "text", colour=True)
+
+
+def test_check_that_raises_becomes_error_and_others_still_run(monkeypatch):
+    import importlib
+    import types
+
+    d = importlib.import_module("rcompat.doctor")  # the module, not the rcompat.doctor() function
+
+    def boom(ctx):
+        raise RuntimeError("probe exploded")
+
+    def fine(ctx):
+        yield Finding(id="OK-1", area="fake", status="ok", title="fine")
+
+    module = types.ModuleType("rcompat_fake_area")
+    module.CHECKS = [boom, fine]
+    monkeypatch.setitem(__import__("sys").modules, "rcompat_fake_area", module)
+    monkeypatch.setitem(d.AREA_MODULES, "fake", "rcompat_fake_area")
+    report = d.run_doctor(["fake"])
+    assert [f.status for f in report.findings] == [Status.ERROR, Status.OK]
+    assert "probe exploded" in report.findings[0].message
+    assert report.exit_code() == 1
+
+
+def test_cli_start_up_does_not_import_heavy_modules(tmp_path):
+    import subprocess
+    import sys
+
+    code = ("import sys, rcompat.cli.main as m; m.build_parser(); "
+            "print(','.join(x for x in ('pandas','torch','rpy2','numpy') if x in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=dict(os.environ))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == ""
