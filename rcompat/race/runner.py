@@ -1,0 +1,78 @@
+"""Parent side of the race: validate the bounds, run each trial in its own child, classify it.
+
+Each trial is `python -m rcompat.race.worker '<json>'` through rcompat.isolate.run_python_child: its
+own process group, killed as a group at the timeout, always reaped. Trials run one after another, so
+at most one child (and its threads) exists at a time. Trial i of a run with seed S uses seed S+i,
+which fixes each worker's plan (sizes, order of R and Python calls, jitter); the OS scheduler still
+decides the exact interleaving, so a seed reproduces the workload, and usually the failure.
+"""
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from typing import Any, Mapping
+
+from rcompat.errors import UsageError
+from rcompat.isolate import run_python_child
+from rcompat.race.classify import SETUP, classify
+from rcompat.race.result import MODES, RaceResult
+
+DEVICES = ("auto", "cuda", "cpu")
+LIMITS = {"iterations": (1, 10_000), "workers": (1, 64), "trials": (1, 100)}
+MAX_TIMEOUT_S = 3600.0
+WORKER_MODULE = "rcompat.race.worker"
+# Test hooks the worker understands; anything else passed as hooks is refused.
+HOOKS = ("crash_after_events", "crash_lib", "hang_after_events")
+
+
+def run(device: str = "auto", iterations: int = 20, workers: int = 4, mode: str = "both",
+        timeout: float = 30.0, trace: str | None = None, *, trials: int = 3, seed: int | None = None,
+        r_stack_check: bool = True, jitter_s: float = 0.0005,
+        hooks: Mapping[str, Any] | None = None) -> RaceResult:
+    """Run `trials` trials per mode ("unsafe", "serialized" or "both") and return what they showed.
+
+    `timeout` bounds each trial (seconds); `trace` writes a Chrome trace JSON file (atomically).
+    `hooks` is for tests: make the worker crash (SIGSEGV) or hang after N timeline events.
+    """
+    modes = _modes(mode)
+    if device not in DEVICES:
+        raise UsageError(f"unknown device '{device}'; choose from: {', '.join(DEVICES)}")
+    for name, value in (("iterations", iterations), ("workers", workers), ("trials", trials)):
+        low, high = LIMITS[name]
+        if not isinstance(value, int) or not low <= value <= high:
+            raise UsageError(f"{name} must be an integer from {low} to {high}, not {value!r}")
+    if not (0 < float(timeout) <= MAX_TIMEOUT_S):
+        raise UsageError(f"timeout must be more than 0 and at most {MAX_TIMEOUT_S:g} seconds, not {timeout!r}")
+    unknown = sorted(set(hooks or {}) - set(HOOKS))
+    if unknown:
+        raise UsageError(f"unknown race hook(s): {', '.join(unknown)}")
+    seed = int.from_bytes(os.urandom(4), "little") >> 1 if seed is None else int(seed)
+    run_id = uuid.uuid4().hex[:12]
+    config = {"device": device, "iterations": iterations, "workers": workers, "trials": trials,
+              "timeout": float(timeout), "seed": seed, "r_stack_check": bool(r_stack_check),
+              "jitter_s": float(jitter_s), "modes": modes, "run_id": run_id}
+    result = RaceResult(config=config)
+    for m in modes:
+        for index in range(trials):
+            trial_config = {"mode": m, "seed": seed + index, "device": device, "iterations": iterations,
+                            "workers": workers, "r_stack_check": bool(r_stack_check), "jitter_s": float(jitter_s),
+                            "run_id": run_id, **dict(hooks or {})}
+            child = run_python_child(WORKER_MODULE, [json.dumps(trial_config)], timeout=float(timeout))
+            trial = classify(child, mode=m, index=index, seed=seed + index, config=trial_config)
+            result.trials.append(trial)
+            if trial.outcome == SETUP:  # no R, no torch or no CUDA: every further trial would say the same
+                break
+        if result.setup_error() is not None:
+            break
+    if trace:
+        result.write_trace(trace)
+    return result
+
+
+def _modes(mode: str) -> list[str]:
+    if mode == "both":
+        return list(MODES)
+    if mode not in MODES:
+        raise UsageError(f"unknown mode '{mode}'; choose from: unsafe, serialized, both")
+    return [mode]
