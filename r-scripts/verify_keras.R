@@ -1,0 +1,56 @@
+# Do keras / keras3 / tensorflow actually run? Run by rcompat in a child Rscript with a timeout:
+#   Rscript verify_keras.R keras|keras3|tensorflow
+# Loading keras initialises Python through reticulate, so this is only ever run in a child.
+# Prints JSON lines like verify_torch.R: {"step": ...} before each step, results after; an R error
+# is {"error": ..., "step": ...} with exit status 1.
+
+emit <- function(...) {
+  x <- list(...)
+  if (requireNamespace("jsonlite", quietly = TRUE)) {
+    line <- jsonlite::toJSON(x, auto_unbox = TRUE, null = "null", digits = NA)
+  } else {
+    value <- function(v) {
+      if (is.null(v) || (length(v) == 1L && is.na(v))) return("null")
+      if (is.logical(v)) return(if (v) "true" else "false")
+      if (is.numeric(v)) return(paste0("[", paste(format(v, trim = TRUE), collapse = ","), "]"))
+      s <- gsub("([\"\\\\])", "\\\\\\1", as.character(v)[1L])
+      paste0("\"", gsub("[[:cntrl:]]", " ", s), "\"")
+    }
+    line <- paste0("{", paste0("\"", names(x), "\":", vapply(x, value, ""), collapse = ","), "}")
+  }
+  cat(line, "\n", sep = "")
+  flush(stdout())
+}
+
+step <- function(name, expr) {
+  emit(step = name)
+  tryCatch(expr, error = function(e) {
+    emit(error = conditionMessage(e), step = name)
+    quit(save = "no", status = 1L)
+  })
+}
+
+pkg <- commandArgs(trailingOnly = TRUE)[1L]
+if (is.na(pkg) || !pkg %in% c("keras", "keras3", "tensorflow")) {
+  emit(error = "usage: Rscript verify_keras.R keras|keras3|tensorflow", step = "arguments")
+  quit(save = "no", status = 2L)
+}
+
+step(sprintf("library(%s)", pkg), suppressPackageStartupMessages(library(pkg, character.only = TRUE)))
+emit(package = pkg, version = as.character(utils::packageVersion(pkg)))
+if (pkg != "tensorflow") {
+  available <- get0("is_keras_available", envir = asNamespace(pkg), inherits = FALSE)
+  if (!is.null(available)) {
+    ok <- step("is_keras_available()", isTRUE(available()))
+    emit(keras_available = ok)
+  }
+}
+if (pkg == "tensorflow" || requireNamespace("tensorflow", quietly = TRUE)) {
+  tf <- tensorflow::tf
+  a <- step("tf$constant(matrix(1:4, 2))", tf$constant(matrix(c(1, 2, 3, 4), 2L)))
+  b <- step("tf$matmul(a, a)", tf$matmul(a, a))
+  emit(matmul_sum = sum(as.array(b)))
+  gpus <- step("tf$config$list_physical_devices('GPU')", length(tf$config$list_physical_devices("GPU")))
+  emit(gpu_count = gpus)
+}
+emit(done = TRUE)

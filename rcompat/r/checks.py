@@ -1,0 +1,190 @@
+"""The r area of `rcompat doctor`: R, rpy2, the deep-learning packages, reticulate's Python, the
+breakage rules, and isolated verification of what is installed.
+
+Other engines (CUDA, race, coload) reuse the same facts through `r_facts(ctx)`: it probes once per
+doctor run (ctx.memo("r.facts")) and records the raw facts in ctx.facts["r"].
+ctx.options read here: "r_lib_paths" (list of library dirs put first), "r_engine" (auto|rpy2|rscript),
+"r_verify" (False skips the verification children).
+"""
+from __future__ import annotations
+
+from typing import Iterable
+
+from rcompat.model import Finding, Status
+from rcompat.r.facts import RFacts, probe
+from rcompat.r.rpy2_fit import advise
+
+AREA = "r"
+TITLE = "R and its deep-learning packages"
+INSTALL_R = "Install R: on Debian/Ubuntu `apt-get install r-base-core` (r-base-dev to build packages)."
+
+
+def r_facts(ctx) -> RFacts:
+    """The R facts of this run, probed once and shared by every engine."""
+    def produce() -> RFacts:
+        facts = probe(timeout=ctx.timeout, lib_paths=ctx.options.get("r_lib_paths"),
+                      engine=ctx.options.get("r_engine", "auto"))
+        ctx.facts["r"] = facts.to_dict()
+        return facts
+
+    return ctx.memo("r.facts", produce)
+
+
+def _f(id: str, status: Status, title: str, **kw) -> Finding:
+    return Finding(id=id, area=AREA, status=status, title=title, **kw)
+
+
+def check_version(ctx) -> Iterable[Finding]:
+    facts = r_facts(ctx)
+    if not facts.install:
+        yield _f("R-VERSION", Status.SKIP, "R is not installed", message=facts.reason, remedy=INSTALL_R)
+        return
+    if not facts.available:
+        yield _f("R-VERSION", Status.ERROR, "R did not report its version", message=facts.reason,
+                 remedy="Run `Rscript -e 'sessionInfo()'` to see R's own error; the evidence has the "
+                        "child's output.",
+                 evidence={"install": facts.install, "errors": facts.errors, "rpy2": facts.rpy2})
+        return
+    yield _f("R-VERSION", Status.OK, facts.version_string or f"R {facts.version_number}",
+             message=f"R {facts.version_number} ({facts.platform}) at {facts.r_home}, facts read "
+                     f"through {facts.engine}; library paths: {', '.join(facts.lib_paths)}.",
+             evidence={"version": facts.version, "install": facts.install, "engine": facts.engine,
+                       "lib_paths": facts.lib_paths, "host": facts.host})
+
+
+def check_rpy2(ctx) -> Iterable[Finding]:
+    facts = r_facts(ctx)
+    rpy2 = facts.rpy2
+    if not facts.install:
+        yield _f("R-RPY2", Status.SKIP, "rpy2 not checked: R is not installed", remedy=INSTALL_R)
+        return
+    if not rpy2.get("used"):
+        yield _f("R-RPY2", Status.SKIP, "rpy2 not used", message=str(rpy2.get("reason", "")) +
+                 "; facts were read with an Rscript child instead.",
+                 remedy="pip install 'rcompat[r]' to let rcompat embed R through rpy2."
+                 if rpy2.get("installed") is False else "")
+        return
+    if rpy2.get("ok"):
+        yield _f("R-RPY2", Status.OK, f"rpy2 {rpy2.get('version')} embeds R {facts.version_number}",
+                 evidence=rpy2)
+        return
+    error = rpy2.get("error") or {}
+    text = str(error.get("message", ""))
+    advice = advise(text, facts.version_number)
+    what = advice.sentence(facts.version_number)
+    stage = error.get("stage") or "start"
+    yield _f("R-RPY2", Status.FAIL,
+             f"rpy2 {rpy2.get('version')} cannot embed R" + (f": undefined symbol {advice.symbol}"
+                                                           if advice.symbol else ""),
+             message=f"rpy2 failed at '{stage}': {text.strip()[:600]}" + (f" ({what})" if what else ""),
+             remedy=(f"pip install '{advice.fits['pip']}'" if advice.fits else
+                     "Install an rpy2 built for this R (see the rpy2 table in rcompat/data/r_rules.toml).")
+             + "; rcompat read the R facts with Rscript meanwhile.",
+             evidence={**rpy2, "symbol": advice.symbol, "fits": advice.fits},
+             source=(advice.needs or advice.fits or {}).get("source", ""),
+             confidence=(advice.needs or advice.fits or {}).get("confidence", ""))
+
+
+def check_packages(ctx) -> Iterable[Finding]:
+    facts = r_facts(ctx)
+    if not facts.available:
+        return
+    for name, pkg in facts.packages.items():
+        fid = f"R-PKG-{name.upper()}"
+        evidence = {"path": pkg.path, "built": pkg.built, "also_in": pkg.also_in}
+        if pkg.status == "installed":
+            shadow = f"; also in {', '.join(pkg.also_in)} (shadowed)" if pkg.also_in else ""
+            yield _f(fid, Status.OK, f"{name} {pkg.version}", message=f"{name} {pkg.version} at "
+                     f"{pkg.path} (built: {pkg.built or 'unknown'}){shadow}.", evidence=evidence)
+        elif pkg.status == "error":
+            yield _f(fid, Status.ERROR, f"{name}: DESCRIPTION unreadable",
+                     message=f"{pkg.path}: {pkg.error}",
+                     remedy=f"Reinstall {name} (remove {pkg.path} first if a failed install left it).",
+                     evidence=evidence)
+        else:
+            yield _f(fid, Status.SKIP, f"{name} not installed",
+                     message=f"not found in {', '.join(facts.lib_paths)}")
+
+
+def check_compiler(ctx) -> Iterable[Finding]:
+    facts = r_facts(ctx)
+    if not facts.available:
+        return
+    cc = facts.compiler
+    if cc.get("accepts_c17") is None:
+        yield _f("R-COMPILER-C17", Status.SKIP, "no C compiler configured for R",
+                 message=str(cc.get("error", "")), remedy="Install r-base-dev (or build-essential).",
+                 evidence=cc)
+    elif cc["accepts_c17"]:
+        yield _f("R-COMPILER-C17", Status.OK, f"R's compiler '{cc.get('cc17') or cc.get('cc')}' accepts C17",
+                 message=f"`{cc.get('command')}` compiled a C17 test file.", evidence=cc)
+    else:
+        yield _f("R-COMPILER-C17", Status.WARN,
+                 f"R's compiler '{cc.get('cc17') or cc.get('cc')}' rejects {cc.get('flag')}",
+                 message="Source installs of packages that require C17 will fail ('C17 standard "
+                         f"required'). Compiler said: {cc.get('error', '')}",
+                 remedy="Install a gcc >= 8 or clang >= 7 and point CC (or CC17 on R >= 4.3) at it in "
+                        "~/.R/Makevars.",
+                 source="R Installation and Administration, 'C standards' (CC17/C17FLAGS from R 4.3.0)",
+                 evidence=cc)
+
+
+def check_reticulate_python(ctx) -> Iterable[Finding]:
+    facts = r_facts(ctx)
+    if not facts.available:
+        return
+    ret = facts.reticulate
+    if ret.get("method") == "none" or not ret:
+        yield _f("R-RETICULATE-PYTHON", Status.SKIP, "reticulate not installed",
+                 message=str(ret.get("note", "no reticulate facts")))
+        return
+    env = {k: v for k, v in (ret.get("env") or {}).items() if v}
+    if ret.get("discover_error"):
+        yield _f("R-RETICULATE-PYTHON", Status.FAIL, "reticulate cannot find the Python it is told to use",
+                 message=str(ret["discover_error"]),
+                 remedy="Fix or unset RETICULATE_PYTHON / RETICULATE_PYTHON_ENV.",
+                 evidence={"reticulate": ret})
+        return
+    python = ret.get("python")
+    if not python:
+        chosen = ", ".join(f"{k}={v}" for k, v in env.items()) or "nothing set"
+        yield _f("R-RETICULATE-PYTHON", Status.SKIP, "reticulate's Python not determined",
+                 message=f"{ret.get('note', '')} Environment: {chosen}.".strip(),
+                 evidence={"reticulate": ret})
+        return
+    packages = facts.python.get("python_packages") or {}
+    listed = ", ".join(f"{k} {v}" for k, v in sorted(packages.items())) or "none of tensorflow, keras, torch"
+    how = ret.get("forced") or "reticulate's discovery order"
+    yield _f("R-RETICULATE-PYTHON", Status.OK, f"reticulate would bind {python} (Python {ret.get('version')})",
+             message=f"chosen by {how}; libpython {ret.get('libpython')}; packages: {listed}. "
+                     "Found with py_discover_config() in an Rscript child, Python not initialised.",
+             evidence={"reticulate": ret, "python": facts.python})
+
+
+def check_rules(ctx) -> Iterable[Finding]:
+    from rcompat.r.rules import evaluate
+
+    facts = r_facts(ctx)
+    if not facts.available:
+        return
+    for hit in evaluate(facts.stack()):
+        yield hit.to_finding(AREA)
+
+
+def check_verify(ctx) -> Iterable[Finding]:
+    from rcompat.r.verify import VERIFIERS, verify
+
+    facts = r_facts(ctx)
+    if not facts.available or ctx.options.get("r_verify") is False:
+        return
+    for package in VERIFIERS:
+        yield verify(package, facts, timeout=ctx.timeout)
+
+
+for _check, _id in ((check_version, "R-VERSION"), (check_rpy2, "R-RPY2"), (check_packages, "R-PKG"),
+                    (check_compiler, "R-COMPILER-C17"), (check_reticulate_python, "R-RETICULATE-PYTHON"),
+                    (check_rules, "R-RULES"), (check_verify, "R-VERIFY")):
+    _check.check_id = _id
+
+CHECKS = [check_version, check_rpy2, check_packages, check_compiler, check_reticulate_python,
+          check_rules, check_verify]
