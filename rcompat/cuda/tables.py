@@ -152,11 +152,12 @@ def _load(directory: str | None) -> Tables:
         if directory is not None and (Path(directory) / name).is_file():
             path = Path(directory) / name
         rows = load_csv(path, required=("source",))
+        lines = _data_line_numbers(path)
         missing = [c for c in required if rows and c not in rows[0]]
         if missing:
             raise DataError(f"{path}: missing column(s) {', '.join(missing)}")
         for i, row in enumerate(rows, 2):
-            row["_file"], row["_line"] = name, str(i)
+            row["_file"], row["_line"] = name, str(lines[i - 2] if i - 2 < len(lines) else i)
             for col in required:
                 if col in ("cuda", "min_driver", "cudnn", "torch", "rtorch", "tensorflow", "libtorch",
                            "cuda_min", "cuda_max") and row.get(col) and version(row[col]) is None:
@@ -166,6 +167,13 @@ def _load(directory: str | None) -> Tables:
     return Tables(driver=loaded["cuda_driver.csv"], cublas=loaded["cuda_cublas.csv"],
                   cudnn=loaded["cuda_cudnn.csv"], torch=loaded["torch_builds.csv"],
                   rtorch=loaded["rtorch_libtorch.csv"], tensorflow=loaded["tensorflow_cuda.csv"], files=files)
+
+
+def _data_line_numbers(path: Path) -> list[int]:
+    """Physical line numbers of the data rows (load_csv drops comments, so its indices are not lines)."""
+    numbers = [n for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+               if line.strip() and not line.lstrip().startswith("#")]
+    return numbers[1:]  # after the header
 
 
 def row_ref(row: dict[str, Any]) -> str:

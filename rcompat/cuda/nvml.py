@@ -1,0 +1,179 @@
+"""What the NVIDIA driver says, through NVML (the `pynvml` module of nvidia-ml-py).
+
+This is the one seam where the driver is reached: `probe_nvml(nvml)` takes the module object, so a test
+on a machine without a driver passes an object with the same function names. NVML is a thin C library
+that neither creates a CUDA context nor hangs the way CUDA initialisation can, so it runs in-process.
+
+`nvmlSystemGetCudaDriverVersion_v2` is used, not v1: v1 returns a guessed version when libcuda is absent,
+v2 reports LIBRARY_NOT_FOUND instead (REFERENCE.md, NVML).
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+NO_DRIVER_REASON = "no NVIDIA driver (libnvidia-ml.so.1 not found)"
+NO_PYNVML_REASON = "pynvml is not installed: pip install nvidia-ml-py"
+
+
+@dataclass
+class GpuProcess:
+    pid: int
+    used_memory_mib: float | None
+    name: str | None
+
+
+@dataclass
+class Gpu:
+    index: int
+    name: str | None = None
+    uuid: str | None = None
+    compute_capability: str | None = None  # "8.6"
+    memory_total_mib: float | None = None
+    memory_used_mib: float | None = None
+    processes: list[GpuProcess] = field(default_factory=list)
+    errors: dict[str, str] = field(default_factory=dict)  # query -> NVML error text
+
+
+@dataclass
+class NvmlFacts:
+    """status: ok | no-driver | no-pynvml | error (then `error` holds the NVML error text)."""
+
+    status: str
+    reason: str = ""
+    error: str = ""
+    driver_version: str | None = None
+    cuda_driver_version: str | None = None  # "12.4", from the integer 12040
+    gpus: list[Gpu] = field(default_factory=list)
+    errors: dict[str, str] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @property
+    def uuids(self) -> list[str]:
+        return [g.uuid or f"index-{g.index}" for g in self.gpus]
+
+
+def decode_cuda_driver_version(value: int) -> str:
+    """12040 -> "12.4"; 11080 -> "11.8" (major = v // 1000, minor = (v % 1000) // 10)."""
+    return f"{value // 1000}.{(value % 1000) // 10}"
+
+
+def probe_nvml(nvml: Any = None) -> NvmlFacts:
+    """Driver, CUDA driver version and every GPU; never raises for driver-side problems."""
+    if nvml is None:
+        try:
+            import pynvml as nvml  # noqa: PLC0415 - optional dependency, imported when probed
+        except ImportError:
+            return NvmlFacts(status="no-pynvml", reason=NO_PYNVML_REASON)
+    error_type = getattr(nvml, "NVMLError", Exception)
+    try:
+        nvml.nvmlInit()
+    except error_type as exc:
+        if _is_library_not_found(nvml, exc):
+            return NvmlFacts(status="no-driver", reason=NO_DRIVER_REASON, error=_text(exc))
+        return NvmlFacts(status="error", reason=f"NVML initialisation failed: {_text(exc)}", error=_text(exc))
+    try:
+        return _query(nvml, error_type)
+    finally:
+        try:
+            nvml.nvmlShutdown()
+        except error_type:
+            pass
+
+
+def _query(nvml: Any, error_type: type) -> NvmlFacts:
+    facts = NvmlFacts(status="ok")
+
+    def ask(what: str, fn, *args, errors: dict[str, str] = facts.errors):
+        try:
+            return fn(*args)
+        except error_type as exc:
+            errors[what] = _text(exc)
+            return None
+
+    facts.driver_version = _str(ask("driver_version", nvml.nvmlSystemGetDriverVersion))
+    cuda = ask("cuda_driver_version", nvml.nvmlSystemGetCudaDriverVersion_v2)
+    facts.cuda_driver_version = decode_cuda_driver_version(int(cuda)) if cuda else None
+    count = ask("device_count", nvml.nvmlDeviceGetCount)
+    if count is None:
+        facts.status, facts.error = "error", facts.errors["device_count"]
+        facts.reason = f"NVML cannot count the GPUs: {facts.error}"
+        return facts
+    for index in range(int(count)):
+        gpu = Gpu(index=index)
+        handle = ask("handle", nvml.nvmlDeviceGetHandleByIndex, index, errors=gpu.errors)
+        if handle is not None:
+            _fill_gpu(nvml, handle, gpu, lambda what, fn, *a: ask(what, fn, *a, errors=gpu.errors))
+        facts.gpus.append(gpu)
+    return facts
+
+
+def _fill_gpu(nvml: Any, handle: Any, gpu: Gpu, ask) -> None:
+    gpu.name = _str(ask("name", nvml.nvmlDeviceGetName, handle))
+    gpu.uuid = _str(ask("uuid", nvml.nvmlDeviceGetUUID, handle))
+    cc = ask("compute_capability", nvml.nvmlDeviceGetCudaComputeCapability, handle)
+    gpu.compute_capability = f"{cc[0]}.{cc[1]}" if cc else None
+    memory = ask("memory", nvml.nvmlDeviceGetMemoryInfo, handle)
+    if memory is not None:
+        gpu.memory_total_mib = _mib(getattr(memory, "total", None))
+        gpu.memory_used_mib = _mib(getattr(memory, "used", None))
+    for proc in ask("processes", nvml.nvmlDeviceGetComputeRunningProcesses, handle) or []:
+        pid = int(getattr(proc, "pid", 0))
+        gpu.processes.append(GpuProcess(pid=pid, used_memory_mib=_mib(getattr(proc, "usedGpuMemory", None)),
+                                        name=process_name(pid)))
+
+
+def process_name(pid: int) -> str | None:
+    """The command name of `pid` from /proc (NVML's own lookup needs more privileges in containers)."""
+    try:
+        with open(f"/proc/{pid}/comm", encoding="utf-8", errors="replace") as fh:
+            return fh.read().strip() or None
+    except OSError:
+        return None
+
+
+def _is_library_not_found(nvml: Any, exc: BaseException) -> bool:
+    code = getattr(nvml, "NVML_ERROR_LIBRARY_NOT_FOUND", 12)
+    return getattr(exc, "value", None) == code or type(exc).__name__ == "NVMLError_LibraryNotFound"
+
+
+def _text(exc: BaseException) -> str:
+    try:
+        text = str(exc)
+    except Exception:  # noqa: BLE001 - pynvml's __str__ itself calls into NVML
+        text = ""
+    return text or f"{type(exc).__name__} (code {getattr(exc, 'value', '?')})"
+
+
+def _str(value: Any) -> str | None:
+    if value is None:
+        return None
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+
+
+def _mib(value: Any) -> float | None:
+    # NVML reports bytes; a process whose usage it cannot see reports NVML_VALUE_NOT_AVAILABLE (2**64-1).
+    if value is None or not isinstance(value, int) or value >= 2**63:
+        return None
+    return round(value / 2**20, 1)
+
+
+def processes_by_kind(facts: NvmlFacts) -> dict[str, list[int]]:
+    """PIDs holding a CUDA context, by the runtime they belong to ("R", "python", other names)."""
+    out: dict[str, list[int]] = {}
+    for gpu in facts.gpus:
+        for proc in gpu.processes:
+            out.setdefault(_runtime_of(proc), []).append(proc.pid)
+    return out
+
+
+def _runtime_of(proc: GpuProcess) -> str:
+    name = (proc.name or "").lower()
+    if name in ("r", "rsession", "rscript", "exec/r") or name.startswith("rsession"):
+        return "R"
+    if name.startswith("python"):
+        return "python"
+    return name or f"pid {proc.pid}"
+
