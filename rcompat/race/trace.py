@@ -23,7 +23,7 @@ def chrome_trace(result: "RaceResult") -> dict[str, Any]:
     events: list[dict[str, Any]] = []
 
     def us(t_ns: int) -> float:
-        return round((t_ns - origin) / 1000.0, 3)
+        return round(max(t_ns - origin, 0) / 1000.0, 3)  # R console lines may predate the origin
 
     for number, trial in enumerate(result.trials, 1):
         pid = number  # trial rows in run order; the real pid is in the row's name

@@ -1,0 +1,47 @@
+"""The race area of `rcompat doctor`: kept to a few seconds.
+
+Two checks: the memory map of the doctor's own process (instant; by the time this area runs, the r
+area may have embedded R here), and ONE short serialized CPU trial (2 workers x 4 iterations, about
+2 s, bounded by the doctor timeout) that shows the recommended pattern works with this R and torch.
+The unsafe mode is not run here: it crashes by design and is for `rcompat race`.
+"""
+from __future__ import annotations
+
+import importlib.util
+from typing import Iterable
+
+from rcompat.model import Finding, Status
+
+AREA = "race"
+TITLE = "R and Python in one process: races and the address space"
+DOCTOR_TRIAL = {"device": "cpu", "iterations": 4, "workers": 2, "mode": "serialized", "trials": 1, "seed": 1}
+DOCTOR_TRIAL_TIMEOUT_S = 20.0
+
+
+def check_own_maps(ctx) -> Iterable[Finding]:
+    from rcompat.race.mapscheck import findings, maps_facts
+
+    facts, source = maps_facts()
+    ctx.facts.setdefault(AREA, {})["maps"] = {k: facts[k] for k in ("source", "regions", "gpu_roles", "r_loaded",
+                                                                    "mmap_min_addr", "duplicates", "neighbours")}
+    return findings(facts, source)
+
+
+def check_serialized_trial(ctx) -> Iterable[Finding]:
+    missing = [m for m in ("rpy2", "torch") if importlib.util.find_spec(m) is None]
+    if missing:
+        return [Finding(id="RACE-SERIALIZED", area=AREA, status=Status.SKIP,
+                        title=f"race trial not run: {', '.join(missing)} not installed",
+                        message="The trial embeds R through rpy2 next to Python torch.",
+                        remedy="pip install rpy2 torch (rpy2 3.5.x for R < 4.5)", source="issue 8")]
+    from rcompat.race.runner import run
+
+    result = run(**DOCTOR_TRIAL, timeout=min(float(ctx.timeout), DOCTOR_TRIAL_TIMEOUT_S))
+    ctx.facts.setdefault(AREA, {})["serialized_trial"] = {"config": result.config,
+                                                          "summary": result.summary("serialized")}
+    return result.to_findings()
+
+
+check_own_maps.check_id = "RACE-MAPS"
+check_serialized_trial.check_id = "RACE-SERIALIZED"
+CHECKS = [check_own_maps, check_serialized_trial]
