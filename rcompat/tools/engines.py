@@ -57,3 +57,13 @@ def cuda_stack_findings(stack: dict[str, str], tables_dir: "str | Path | None" =
     """Findings of the CUDA compatibility tables for a hypothetical stack ({"cuda": "12.4", "rtorch": …})."""
     check = _function("rcompat.cuda.matrix", "check_stack")
     return list(check(stack, tables_dir=tables_dir) if tables_dir is not None else check(stack))
+
+
+def cuda_layer_findings(stack: dict[str, str], tables_dir: "str | Path | None" = None) -> list[Finding]:
+    """The per-layer findings of a planned stack, without the summary (it repeats the first failing
+    layer) and without the driver layer's `skip` when no driver was given (a plan has none)."""
+    from rcompat.model import Status
+
+    return [f for f in cuda_stack_findings(stack, tables_dir)
+            if f.id != "CUDA-MATRIX" and not (f.id == "CUDA-MATRIX-DRIVER" and f.status is Status.SKIP
+                                             and "driver" not in stack)]

@@ -1,0 +1,164 @@
+"""`rcompat ci matrix`: the cartesian product of R × torch × CUDA (× keras × os) minus the cells the R
+breakage rules and the CUDA compatibility tables mark broken.
+
+Output is GitHub Actions `strategy.matrix` JSON in the `{"include": [...]}` form: every surviving cell
+is one object, so `matrix: ${{ fromJSON(needs.plan.outputs.matrix) }}` gets exactly the cells to run
+and nothing needs an `exclude` list that could drift from the product. Each cell is
+`{"r": "4.4", "torch": "0.13.0", "cuda": "cpu"}` (plus "keras"/"os" when given).
+
+A cell is excluded when a rule or table row of status `fail` fires on it; `warn` never excludes (the
+cell runs, the warning is listed in the JSON format's `notes`). `--min-confidence` keeps cells that
+only claims below that confidence would exclude, so a maintainer can test an unverified claim.
+"""
+from __future__ import annotations
+
+import itertools
+import json
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Sequence
+
+from rcompat.errors import UsageError
+from rcompat.model import Finding, Status
+from rcompat.versions import Version
+
+CONFIDENCE_ORDER = ("unverified", "low", "medium", "high")
+CPU = "cpu"
+# Cell key -> the component name the R rules use. "cuda" is judged by the CUDA tables instead.
+R_RULE_COMPONENTS = {"r": "R", "torch": "torch", "keras": "keras", "keras3": "keras3",
+                     "tensorflow": "tensorflow", "os": "os"}
+DIMENSION_ORDER = ("r", "torch", "cuda", "keras", "keras3", "tensorflow", "os")
+
+
+@dataclass
+class Exclusion:
+    cell: dict[str, str]
+    reasons: list[dict[str, Any]]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"cell": self.cell, "reasons": self.reasons}
+
+
+@dataclass
+class Plan:
+    dimensions: dict[str, list[str]]
+    include: list[dict[str, str]] = field(default_factory=list)
+    excluded: list[Exclusion] = field(default_factory=list)
+    notes: list[dict[str, Any]] = field(default_factory=list)  # warn/skip that did not exclude
+    engines: dict[str, str] = field(default_factory=dict)      # engine -> "used" or why it was not
+
+    def github(self) -> dict[str, Any]:
+        return {"include": self.include}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"include": self.include, "excluded": [e.to_dict() for e in self.excluded],
+                "notes": self.notes, "dimensions": self.dimensions, "engines": self.engines,
+                "counts": {"product": len(self.include) + len(self.excluded), "include": len(self.include),
+                           "excluded": len(self.excluded)}}
+
+
+def parse_list(text: str | None, name: str, allow_cpu: bool = False) -> list[str]:
+    """`"4.3, 4.4"` -> ["4.3", "4.4"]; every item must be a version (or `cpu` where allowed)."""
+    if text is None:
+        return []
+    items = [t.strip() for t in text.split(",") if t.strip()]
+    if not items:
+        raise UsageError(f"--{name} needs at least one value")
+    for item in items:
+        if allow_cpu and item.lower() == CPU:
+            continue
+        if name == "os":
+            if item.lower() not in ("linux", "windows", "macos"):
+                raise UsageError(f"--os: {item!r} is not one of linux, windows, macos")
+            continue
+        try:
+            Version.parse(item)
+        except ValueError:
+            raise UsageError(f"--{name}: {item!r} is not a version") from None
+    seen: dict[str, None] = {}
+    for item in items:
+        seen.setdefault(item.lower() if item.lower() == CPU else item, None)
+    return list(seen)
+
+
+def plan_matrix(dimensions: dict[str, Sequence[str]], rules_path: str | None = None,
+                cuda_tables: str | None = None, min_confidence: str = "unverified") -> Plan:
+    """Evaluate every cell of the product of `dimensions` ({"r": [...], "torch": [...], "cuda": [...]})."""
+    from rcompat.tools.engines import EngineMissing, load_r_rules
+
+    if min_confidence not in CONFIDENCE_ORDER:
+        raise UsageError(f"--min-confidence: choose from {', '.join(CONFIDENCE_ORDER)}")
+    dims = {k: list(dimensions[k]) for k in DIMENSION_ORDER if dimensions.get(k)}
+    if not dims:
+        raise UsageError("give at least one dimension (--r, --torch, --cuda, …)")
+    plan = Plan(dimensions=dims)
+    rules, r_missing = None, None
+    try:
+        rules = load_r_rules(rules_path)
+        plan.engines["r_rules"] = f"used: {rules_path or 'rcompat/data/r_rules.toml'}"
+    except EngineMissing as exc:
+        r_missing = str(exc)
+        plan.engines["r_rules"] = f"not used: {exc}"
+    plan.engines.setdefault("cuda_tables", "not needed: no --cuda other than cpu"
+                            if not any(c != CPU for c in dims.get("cuda", [])) else "used")
+    keys = list(dims)
+    for values in itertools.product(*(dims[k] for k in keys)):
+        cell = dict(zip(keys, values))
+        findings = []
+        if rules is not None:
+            findings += _rule_findings(cell, rules)
+        try:
+            findings += _cuda_findings(cell, cuda_tables)
+        except EngineMissing as exc:
+            plan.engines["cuda_tables"] = f"not used: {exc}"
+        blocking = [f for f in findings if f.status is Status.FAIL and _confident(f, min_confidence)]
+        if blocking:
+            plan.excluded.append(Exclusion(cell, [_reason(f) for f in blocking]))
+        else:
+            plan.include.append(cell)
+            plan.notes.extend({"cell": cell, **_reason(f)} for f in findings
+                              if f.status in (Status.WARN, Status.FAIL))
+    if r_missing and rules_path:
+        raise UsageError(f"--rules {rules_path} given, but the R rules engine is not available: {r_missing}")
+    return plan
+
+
+def _rule_findings(cell: dict[str, str], rules: Any) -> list[Finding]:
+    from rcompat.tools.engines import r_rule_findings
+
+    stack = {R_RULE_COMPONENTS[k]: v for k, v in cell.items() if k in R_RULE_COMPONENTS}
+    return r_rule_findings(stack, rules, area="ci")
+
+
+def _cuda_findings(cell: dict[str, str], tables_dir: str | None) -> list[Finding]:
+    from rcompat.tools.engines import cuda_layer_findings
+
+    cuda = cell.get("cuda")
+    if not cuda or cuda == CPU or "torch" not in cell:
+        return []
+    return cuda_layer_findings({"rtorch": cell["torch"], "cuda": cuda}, tables_dir)
+
+
+def _confident(finding: Finding, minimum: str) -> bool:
+    conf = finding.confidence if finding.confidence in CONFIDENCE_ORDER else "unverified"
+    return CONFIDENCE_ORDER.index(conf) >= CONFIDENCE_ORDER.index(minimum)
+
+
+def _reason(finding: Finding) -> dict[str, Any]:
+    return {"id": finding.id, "status": finding.status.value, "reason": finding.title,
+            "source": finding.source, "confidence": finding.confidence}
+
+
+def render(plan: Plan, fmt: str) -> str:
+    if fmt == "github":
+        return json.dumps(plan.github(), separators=(",", ":")) + "\n"
+    if fmt == "json":
+        return json.dumps(plan.to_dict(), indent=2) + "\n"
+    raise UsageError(f"unknown format {fmt!r}; choose github or json")
+
+
+def describe_exclusions(plan: Plan) -> Iterable[str]:
+    """One line per excluded cell, for stderr next to the compact github output (CI logs)."""
+    for e in plan.excluded:
+        cell = " ".join(f"{k}={v}" for k, v in e.cell.items())
+        why = "; ".join(f"{r['id']}: {r['reason']} [{r['confidence'] or 'no confidence'}]" for r in e.reasons)
+        yield f"rcompat: excluded {cell}: {why}"

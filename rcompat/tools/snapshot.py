@@ -1,0 +1,275 @@
+"""`rcompat snapshot save FILE`: record the whole stack before an upgrade, to diff it afterwards.
+
+Sections, each collected behind its own error boundary (a failing one is recorded in `errors`, the
+others still land in the file):
+
+- r          R's version and every installed package with its library, from an Rscript child (or
+             the facts the R host passed in when rcompat runs inside R through reticulate)
+- python     this interpreter's version and every distribution (importlib.metadata; nothing imported)
+- frameworks torch's version, CUDA and cuDNN build from a Python child (importing torch may abort)
+- gpu        driver, CUDA driver version and GPUs from NVML, when a driver is there
+- libraries  CUDA / libtorch / lantern shared objects on disk with soname, size and GNU build-id,
+             read with pyelftools (never loaded)
+
+The file is JSON, written atomically. Which libraries are recorded is data (snapshot_risks.toml,
+[[library]] rows), like the risks `snapshot diff` judges.
+"""
+from __future__ import annotations
+
+import glob
+import json
+import os
+import platform
+import re
+import socket
+import sys
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from rcompat.errors import RcompatError
+
+SNAPSHOT_VERSION = 1
+RISKS_FILE = "snapshot_risks.toml"
+CHILD_TIMEOUT_S = 60.0
+
+_R_PACKAGES = r"""
+ip <- installed.packages(fields = "Built")
+cat(sprintf('{"r_version": %s, "platform": %s}\n', encodeString(paste(R.version$major, R.version$minor, sep = "."), quote = '"'),
+            encodeString(R.version$platform, quote = '"')))
+for (i in seq_len(nrow(ip))) cat(sprintf('{"package": %s, "version": %s, "libpath": %s, "built": %s}\n',
+  encodeString(ip[i, "Package"], quote = '"'), encodeString(ip[i, "Version"], quote = '"'),
+  encodeString(ip[i, "LibPath"], quote = '"'), encodeString(ifelse(is.na(ip[i, "Built"]), "", ip[i, "Built"]), quote = '"')))
+"""
+
+_TORCH_FACTS = r"""
+import json, os
+try:
+    import torch
+except Exception as exc:
+    print(json.dumps({"torch": {"status": "absent" if isinstance(exc, ImportError) else "error", "error": str(exc)[:300]}}))
+else:
+    cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
+    print(json.dumps({"torch": {"status": "installed", "version": torch.__version__, "cuda": torch.version.cuda,
+                                "cudnn": cudnn, "lib_dir": os.path.join(os.path.dirname(torch.__file__), "lib")}}))
+"""
+
+
+class SnapshotError(RcompatError):
+    """A snapshot file that cannot be read, or a snapshot that cannot be written."""
+
+
+def collect(host_r: Mapping[str, Any] | None = None, sections: tuple[str, ...] | None = None,
+            timeout: float = CHILD_TIMEOUT_S) -> dict[str, Any]:
+    """The stack as a JSON-able dict. `host_r`: R facts passed in from an R host (see from_r)."""
+    from rcompat import __version__
+
+    wanted = sections or ("r", "python", "frameworks", "gpu", "libraries")
+    snap: dict[str, Any] = {
+        "snapshot_version": SNAPSHOT_VERSION, "tool": {"name": "rcompat", "version": __version__},
+        "created_at": _now(), "host": {"hostname": socket.gethostname(), "system": platform.system(),
+                                       "machine": platform.machine(), "release": platform.release()},
+        "errors": {}}
+    producers: dict[str, Callable[[], Any]] = {
+        "r": lambda: _r_section(host_r, timeout),
+        "python": _python_section,
+        "frameworks": lambda: _frameworks_section(timeout),
+        "gpu": _gpu_section,
+        "libraries": lambda: _libraries_section(snap),
+    }
+    for name in wanted:
+        try:
+            snap[name] = producers[name]()
+        except Exception as exc:  # noqa: BLE001 - one section's failure must not lose the others
+            snap[name] = {"status": "error"}
+            snap["errors"][name] = f"{type(exc).__name__}: {exc}"
+    return snap
+
+
+def save(path: "str | Path", snap: Mapping[str, Any]) -> Path:
+    from rcompat.atomic import write_text_atomic
+
+    return write_text_atomic(path, json.dumps(snap, indent=2, sort_keys=True) + "\n")
+
+
+def load(path: "str | Path") -> dict[str, Any]:
+    p = Path(path)
+    if not p.is_file():
+        raise SnapshotError(f"cannot read {path}: no such file")
+    try:
+        doc = json.loads(p.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise SnapshotError(f"{path}: not a snapshot (invalid JSON: {exc})") from exc
+    if not isinstance(doc, dict) or doc.get("snapshot_version") != SNAPSHOT_VERSION:
+        raise SnapshotError(f"{path}: not an rcompat snapshot (snapshot_version "
+                            f"{doc.get('snapshot_version') if isinstance(doc, dict) else None!r}, expected "
+                            f"{SNAPSHOT_VERSION})")
+    return doc
+
+
+# -- sections ------------------------------------------------------------------------------------
+
+def _r_section(host_r: Mapping[str, Any] | None, timeout: float) -> dict[str, Any]:
+    if host_r:
+        return {"status": "ok", "via": "R host", "version": host_r.get("version"),
+                "platform": host_r.get("platform"), "packages": dict(host_r.get("packages") or {})}
+    from rcompat.isolate import run_child
+    from rcompat.r import locate_r
+
+    install = locate_r()
+    if install is None:
+        return {"status": "absent", "reason": "Rscript not found (R_HOME, PATH)"}
+    result = run_child([install.rscript, "--vanilla", "-e", _R_PACKAGES], timeout=timeout)
+    if not result.ok:
+        raise RcompatError(f"Rscript {result.describe_end()}: {result.tail(3)}")
+    head = next((r for r in result.records if "r_version" in r), {})
+    packages = {}
+    for rec in result.records:
+        if "package" in rec and rec["package"] not in packages:  # first on .libPaths() wins, as in R
+            packages[rec["package"]] = {"version": rec["version"], "libpath": rec["libpath"],
+                                        "built": rec.get("built", "")}
+    return {"status": "ok", "via": "Rscript", "rscript": install.rscript, "version": head.get("r_version"),
+            "platform": head.get("platform"), "packages": packages}
+
+
+def _python_section() -> dict[str, Any]:
+    from importlib import metadata
+
+    packages: dict[str, str] = {}
+    for dist in metadata.distributions():
+        name = dist.metadata.get("Name")
+        if name:
+            packages.setdefault(canonical_name(name), dist.version)
+    return {"status": "ok", "version": platform.python_version(), "implementation": platform.python_implementation(),
+            "executable": sys.executable, "prefix": sys.prefix, "packages": dict(sorted(packages.items()))}
+
+
+def canonical_name(name: str) -> str:
+    """PEP 503 normalised distribution name, so `Tf_Keras` and `tf-keras` are one key."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _frameworks_section(timeout: float) -> dict[str, Any]:
+    from rcompat.isolate import run_child
+
+    result = run_child([sys.executable, "-c", _TORCH_FACTS], timeout=timeout)
+    record = next((r for r in result.records if "torch" in r), None)
+    if record is None:
+        return {"torch": {"status": "error", "error": f"python child {result.describe_end()}: {result.tail(3)}"}}
+    torch = record["torch"]
+    if isinstance(torch.get("cudnn"), int):
+        torch["cudnn"] = _cudnn_text(torch["cudnn"])
+    return {"torch": torch}
+
+
+def _cudnn_text(v: int) -> str:
+    """8902 -> 8.9.2; cuDNN 9 encodes 90100 -> 9.1.0."""
+    if v >= 90000:
+        return f"{v // 10000}.{(v % 10000) // 100}.{v % 100}"
+    return f"{v // 1000}.{(v % 1000) // 100}.{v % 100}"
+
+
+def _gpu_section() -> dict[str, Any]:
+    try:
+        import pynvml
+    except ImportError:
+        return {"status": "absent", "reason": "pynvml (nvidia-ml-py) not installed"}
+    try:
+        pynvml.nvmlInit()
+    except pynvml.NVMLError as exc:
+        return {"status": "absent", "reason": f"NVML: {exc}"}
+    try:
+        driver = pynvml.nvmlSystemGetDriverVersion()
+        cuda = pynvml.nvmlSystemGetCudaDriverVersion_v2()
+        gpus = []
+        for i in range(pynvml.nvmlDeviceGetCount()):
+            h = pynvml.nvmlDeviceGetHandleByIndex(i)
+            major, minor = pynvml.nvmlDeviceGetCudaComputeCapability(h)
+            gpus.append({"name": _text(pynvml.nvmlDeviceGetName(h)), "uuid": _text(pynvml.nvmlDeviceGetUUID(h)),
+                         "compute_capability": f"{major}.{minor}"})
+        return {"status": "ok", "driver": _text(driver), "cuda_driver": f"{cuda // 1000}.{(cuda % 1000) // 10}",
+                "gpus": gpus}
+    finally:
+        pynvml.nvmlShutdown()
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def library_patterns() -> list[re.Pattern]:
+    from rcompat.data import load_toml
+
+    return [re.compile(row["name_regex"]) for row in load_toml(RISKS_FILE, "library",
+                                                               required=("name_regex", "source"))]
+
+
+def library_dirs(snap: Mapping[str, Any], env: Mapping[str, str] | None = None) -> list[str]:
+    """Where CUDA and libtorch copies live: LD_LIBRARY_PATH, CUDA toolkits, pip nvidia-* and torch
+    wheels of this Python, R torch's lib dir, and the system library dirs."""
+    env = os.environ if env is None else env
+    dirs = [d for d in env.get("LD_LIBRARY_PATH", "").split(os.pathsep) if d]
+    dirs += sorted(glob.glob("/usr/local/cuda*/lib64")) + sorted(glob.glob("/usr/local/cuda*/targets/*/lib"))
+    for site in {p for p in sys.path if p.endswith("site-packages")}:
+        dirs += sorted(glob.glob(os.path.join(site, "nvidia", "*", "lib")))
+        dirs += [os.path.join(site, "torch", "lib")]
+    torch = (snap.get("frameworks") or {}).get("torch") or {}
+    if torch.get("lib_dir"):
+        dirs.append(torch["lib_dir"])
+    rtorch = ((snap.get("r") or {}).get("packages") or {}).get("torch")
+    if rtorch and rtorch.get("libpath"):
+        dirs.append(os.path.join(rtorch["libpath"], "torch", "lib"))
+    for var in ("TORCH_HOME", "TORCH_INSTALL"):
+        if env.get(var):
+            dirs.append(os.path.join(env[var], "lib"))
+    dirs += ["/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib", "/usr/local/lib"]
+    seen: dict[str, None] = {}
+    for d in dirs:
+        real = os.path.realpath(d)
+        if os.path.isdir(real):
+            seen.setdefault(real, None)
+    return list(seen)
+
+
+def _libraries_section(snap: Mapping[str, Any]) -> dict[str, Any]:
+    patterns = library_patterns()
+    found: dict[str, Any] = {}
+    for directory in library_dirs(snap):
+        try:
+            names = sorted(os.listdir(directory))
+        except OSError:
+            continue
+        for name in names:
+            path = os.path.join(directory, name)
+            if os.path.islink(path) or not any(p.match(name) for p in patterns) or not os.path.isfile(path):
+                continue  # symlinks resolve to a file recorded under its own name
+            found[path] = describe_library(path)
+    return {"status": "ok", "searched": library_dirs(snap), "files": found}
+
+
+def describe_library(path: str) -> dict[str, Any]:
+    """soname, size and GNU build-id of one shared object, read with pyelftools without loading it."""
+    from elftools.common.exceptions import ELFError
+    from elftools.elf.dynamic import DynamicSection
+    from elftools.elf.elffile import ELFFile
+
+    info: dict[str, Any] = {"size": os.path.getsize(path), "soname": None, "build_id": None}
+    try:
+        with open(path, "rb") as fh:
+            elf = ELFFile(fh)
+            for section in elf.iter_sections():
+                if isinstance(section, DynamicSection):
+                    for tag in section.iter_tags("DT_SONAME"):
+                        info["soname"] = tag.soname
+                elif section.header.sh_type == "SHT_NOTE":
+                    for note in section.iter_notes():
+                        if note["n_type"] == "NT_GNU_BUILD_ID":
+                            info["build_id"] = note["n_desc"]
+    except (ELFError, OSError, ValueError) as exc:
+        info["error"] = f"{type(exc).__name__}: {exc}"
+    return info
+
+
+def _now() -> str:
+    import datetime as dt
+
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
