@@ -122,7 +122,7 @@ def probe(timeout: float | None = None, lib_paths: Sequence[str] | None = None,
     if install is None:
         return RFacts(available=False, host=host.to_dict(),
                       reason="R is not installed: no Rscript on PATH and no R_HOME")
-    child_env = _child_env(install, base_env, lib_paths)
+    child_env = {**dict(env or {}), **_child_env(install, base_env, lib_paths)}
     facts = RFacts(available=True, install=install.to_dict(), host=host.to_dict(), child_env=child_env)
     chosen = engine if engine != "auto" else ("rscript" if host.hosted_by_r else "rpy2")
     script = scripts_dir() / "r_facts.R"
@@ -159,7 +159,7 @@ def probe(timeout: float | None = None, lib_paths: Sequence[str] | None = None,
                                         base_env)
     python = facts.reticulate.get("python")
     if python:
-        facts.python = python_packages(python, timeout=timeout)
+        facts.python = python_packages(python, timeout=timeout, env=dict(env or {}))
     return facts
 
 

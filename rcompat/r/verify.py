@@ -7,6 +7,7 @@ signal, the step and the last lines of output. Packages that are not installed a
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -91,11 +92,28 @@ def _finding_from_child(verifier: Verifier, version: str | None, result: ChildRe
                        remedy=verifier.remedy, evidence=evidence)
     finding = child_failure(result, id=verifier.finding_id, area=AREA, what=verifier.what,
                             remedy=verifier.remedy)
-    tail = result.tail(TAIL_IN_MESSAGE)
+    tail = crash_excerpt(result)
     if tail:
         finding.message += f" Last output:\n{tail}"
     finding.evidence = evidence
     return finding
+
+
+def crash_excerpt(result: ChildResult, lines: int = TAIL_IN_MESSAGE) -> str:
+    """The last output lines, with R's crash report kept and its deeper traceback frames dropped.
+
+    R prints `*** caught segfault ***`, the cause, then one frame per call; frame 1 is the call that
+    crashed, the rest is the verification script's own plumbing.
+    """
+    text = result.tail(60).splitlines()
+    start = next((i for i, line in enumerate(text) if line.lstrip().startswith("*** caught")), None)
+    if start is None:
+        return "\n".join(text[-lines:])
+    kept = [line for line in text[start:] if line.strip() and not _DEEP_FRAME.match(line)]
+    return "\n".join(kept[-lines:])
+
+
+_DEEP_FRAME = re.compile(r"^\s*(?:[2-9]|\d{2,}): ")
 
 
 def _merged_results(result: ChildResult) -> dict[str, Any]:

@@ -1,0 +1,76 @@
+"""Fixture R libraries, built once per session with the real `R CMD INSTALL`.
+
+Each library holds stand-ins from fixtures/rpkgs/ at the versions a test needs: the fixture is
+copied, its DESCRIPTION `Version:` rewritten, and all packages of one library installed in one
+`R CMD INSTALL` call (R's start-up dominates the cost).
+"""
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+RPKGS = REPO / "fixtures" / "rpkgs"
+
+# library name -> [(fixture dir, version)]
+LIBRARIES = {
+    "ok": [("torch", "0.12.0"), ("keras", "2.15.0"), ("tensorflow", "2.16.0")],
+    "dev": [("torch", "0.12.2.9000")],
+    "abi": [("torch", "0.10.1"), ("keras", "2.12.0")],
+    "segv": [("torch-segv", "0.12.0")],
+    "hang": [("torch-hang", "0.12.0")],
+    "nolantern": [("torch-nolantern", "0.13.0")],
+    "baddesc": [("torch", "0.12.0"), ("keras", "2.15.0")],
+}
+
+
+def _package_name(fixture: Path) -> str:
+    return re.search(r"^Package:\s*(\S+)", (fixture / "DESCRIPTION").read_text(), re.M).group(1)
+
+
+def _staged(fixture: str, version: str, stage: Path) -> Path:
+    src = RPKGS / fixture
+    dest = stage / f"{fixture}-{version}" / _package_name(src)
+    shutil.copytree(src, dest)
+    desc = dest / "DESCRIPTION"
+    desc.write_text(re.sub(r"^Version:.*$", f"Version: {version}", desc.read_text(), flags=re.M))
+    return dest
+
+
+@pytest.fixture(scope="session")
+def r_cmd() -> str:
+    path = shutil.which("R")
+    if not path or not shutil.which("Rscript"):
+        pytest.skip("R not installed (make test installs r-base-core)")
+    return path
+
+
+@pytest.fixture(scope="session")
+def rlibs(r_cmd, tmp_path_factory) -> dict[str, Path]:
+    """name -> installed library dir (see LIBRARIES)."""
+    root = tmp_path_factory.mktemp("rlibs")
+    libs = {}
+    for name, packages in LIBRARIES.items():
+        lib = root / name
+        lib.mkdir()
+        stage = root / f"stage-{name}"
+        dirs = [str(_staged(fixture, version, stage)) for fixture, version in packages]
+        proc = subprocess.run([r_cmd, "CMD", "INSTALL", "--no-docs", "--no-multiarch", "-l", str(lib), *dirs],
+                              capture_output=True, text=True, timeout=300)
+        if proc.returncode != 0:
+            raise RuntimeError(f"R CMD INSTALL for {name} failed:\n{proc.stdout}\n{proc.stderr}")
+        libs[name] = lib
+    # A DESCRIPTION that cannot be parsed, as after a disk error or a bad hand edit.
+    (libs["baddesc"] / "torch" / "DESCRIPTION").write_bytes(bytes(range(0x80, 0x100)) * 3)
+    return libs
+
+
+@pytest.fixture(scope="session")
+def facts_ok(rlibs):
+    from rcompat.r.facts import probe
+
+    return probe(timeout=60, lib_paths=[str(rlibs["ok"])])
