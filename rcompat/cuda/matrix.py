@@ -58,9 +58,29 @@ def _finding(layer: str, status: Status, message: str, remedy: str = "", evidenc
     ev = dict(evidence or {})
     if rows:
         ev["rows"] = [public_row(r) for r in rows]
+    subject = _subject(layer, ev)
     return Finding(id=f"CUDA-MATRIX-{layer}", area=AREA, status=status,
-                   title=f"{LAYER_NAMES[layer]}: {message.split(';')[0]}", message=message, remedy=remedy,
+                   title=f"{LAYER_NAMES[layer]}: {subject} {VERDICT[status]}", message=message, remedy=remedy,
                    evidence=ev, source=sources, confidence=confidence)
+
+
+VERDICT = {Status.OK: "fits", Status.WARN: "fits with reservations", Status.FAIL: "is incompatible",
+           Status.SKIP: "cannot be judged", Status.ERROR: "could not be evaluated"}
+
+
+def _subject(layer: str, ev: dict) -> str:
+    def cudas() -> str:
+        c = ev.get("cuda")
+        return ", ".join(c) if isinstance(c, list) else (c or "")
+
+    if layer == "DRIVER":
+        driver = ev.get("driver") or (f"supporting CUDA {ev['driver_cuda']}" if ev.get("driver_cuda") else "(unknown)")
+        return f"driver {driver} for CUDA {cudas()}"
+    if layer in ("CUDNN", "CUBLAS"):
+        return f"{LAYER_NAMES[layer]} {ev.get(layer.lower())} with CUDA {cudas()}"
+    name = {"TORCH": "torch", "RTORCH": "R torch", "TENSORFLOW": "TensorFlow"}[layer]
+    with_cuda = f" with CUDA {cudas()}" if cudas() else ""
+    return f"{name} {ev.get(layer.lower())}{with_cuda}"
 
 
 def _weakest(confidences: list[str]) -> str:
@@ -260,8 +280,9 @@ def _torch_fix(torch: str, cuda: str, driver: str | None, t: Tables) -> str:
                      f"torch=={_public(torch)} --index-url https://download.pytorch.org/whl/{build_tag(best['cuda'])})")
     having = sorted({r["torch"] for r in t.torch if major_minor(r["cuda"]) == major_minor(cuda)}, key=version)
     if having:
-        lead = "or" if parts else "install a CUDA build of torch:"
-        parts.append(f"{lead} torch {', '.join(having)} {'has' if len(having) == 1 else 'have'} a "
+        releases = ", ".join(having[:-1]) + (" or " if len(having) > 1 else "") + having[-1]
+        lead = "or install" if parts else "install a CUDA build of torch:"
+        parts.append(f"{lead} torch {releases}, which {'has' if len(having) == 1 else 'have'} a "
                      f"{build_tag(cuda)} build")
     return " ".join(parts) or f"no torch release in rcompat's table has a {build_tag(cuda)} build"
 
@@ -324,6 +345,7 @@ def _tensorflow(s: dict[str, str], t: Tables) -> Finding | None:
         return _finding("TENSORFLOW", Status.OK, f"TensorFlow {tf} is built for CUDA {row['cuda']}, cuDNN "
                         f"{row['cudnn']}", "", {"tensorflow": tf}, [row])
     worst = max(verdicts, key=lambda v: SEVERITY[v[0]])
+    verdicts.sort(key=lambda v: -SEVERITY[v[0]])
     return _finding("TENSORFLOW", worst[0], "; ".join(v[1] for v in verdicts), worst[2],
                     {"tensorflow": tf, "cuda": s.get("cuda"), "cudnn": s.get("cudnn")}, [row])
 
