@@ -1,0 +1,87 @@
+"""Handlers of `rcompat explain | lock check | snapshot save/diff | scan | ci matrix`.
+
+Parsing lives in rcompat/cli/tools_cmd.py; each handler reads its input, calls one tool module and
+writes the result. Own errors (missing file, bad table) raise RcompatError: exit 2, one line.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from rcompat.cli.common import emit_report, write_output
+
+
+def explain(args: argparse.Namespace) -> int:
+    from rcompat.tools.explain import explain as run, load_symptoms, read_text
+
+    symptoms = load_symptoms(args.symptoms)
+    if args.list:
+        width = max(len(s.id) for s in symptoms)
+        write_output("".join(f"{s.id:<{width}}  {s.title}\n" for s in symptoms), args.output)
+        return 0
+    report = run(read_text(args.text, args.from_file), symptoms)
+    return emit_report(report, args)
+
+
+def lock_check(args: argparse.Namespace) -> int:
+    from rcompat.tools.lock import check_lockfile
+
+    return emit_report(check_lockfile(args.lockfile, rules_path=args.rules, cuda=args.cuda), args)
+
+
+def snapshot_save(args: argparse.Namespace) -> int:
+    from rcompat.tools import snapshot
+
+    sections = tuple(s for s in ("r", "python", "frameworks", "gpu", "libraries") if s not in args.skip)
+    snap = snapshot.collect(sections=sections, timeout=args.timeout)
+    path = snapshot.save(args.file, snap)
+    libs = len((snap.get("libraries") or {}).get("files") or {})
+    r = snap.get("r") or {}
+    py = snap.get("python") or {}
+    summary = (f"rcompat: wrote {path}: R {r.get('version') or r.get('status', 'skipped')} "
+               f"({len(r.get('packages') or {})} packages), Python {py.get('version', 'skipped')} "
+               f"({len(py.get('packages') or {})} packages), {libs} CUDA/libtorch libraries")
+    sys.stderr.write(summary + "\n")
+    for section, error in snap.get("errors", {}).items():
+        sys.stderr.write(f"rcompat: section {section} not recorded: {error}\n")
+    return 0
+
+
+def snapshot_diff(args: argparse.Namespace) -> int:
+    from rcompat.tools import snapdiff, snapshot
+
+    old, new = snapshot.load(args.old), snapshot.load(args.new)
+    report = snapdiff.diff(old, new, snapdiff.load_risks(args.risks), old_name=args.old, new_name=args.new)
+    if args.format == "text":
+        write_output(snapdiff.render_text(report), args.output)
+        return report.exit_code(strict=args.strict)
+    return emit_report(report, args)
+
+
+def scan(args: argparse.Namespace) -> int:
+    from rcompat.tools.scan import load_apis, render_text, scan as run
+
+    report = run(args.paths, load_apis(args.table))
+    if args.format == "text":
+        write_output(render_text(report), args.output)
+        return report.exit_code(strict=args.strict)
+    return emit_report(report, args)
+
+
+def ci_matrix(args: argparse.Namespace) -> int:
+    from rcompat.tools.cimatrix import describe_exclusions, parse_list, plan_matrix, render
+
+    dims = {"r": parse_list(args.r, "r"), "torch": parse_list(args.torch, "torch"),
+            "cuda": parse_list(args.cuda, "cuda", allow_cpu=True), "keras": parse_list(args.keras, "keras"),
+            "keras3": parse_list(args.keras3, "keras3"), "tensorflow": parse_list(args.tensorflow, "tensorflow"),
+            "os": [o.lower() for o in parse_list(args.os, "os")]}
+    plan = plan_matrix(dims, rules_path=args.rules, cuda_tables=args.cuda_tables,
+                       min_confidence=args.min_confidence)
+    write_output(render(plan, args.format), args.output)
+    if args.format == "github" and not args.quiet:
+        for line in describe_exclusions(plan):
+            sys.stderr.write(line + "\n")
+    if not plan.include:
+        sys.stderr.write("rcompat: every cell of the matrix is excluded; nothing to run\n")
+        return 1
+    return 0

@@ -1,0 +1,162 @@
+"""`rcompat scan PATH…`: uses of deprecated or removed torch APIs in Python and R code.
+
+The APIs are rows of rcompat/data/deprecated_api.toml (regex, language, replacement, since, removed_in,
+source, confidence). Each line is matched after its comment is stripped, so a commented-out call is not
+reported. A removed API is a `fail` finding (the code will not run on that version), a deprecated one
+`warn`. The text output is one `file:line:col:` line per use, like a compiler or linter.
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Iterator
+
+from rcompat.errors import DataError, UsageError
+from rcompat.model import Finding, Report, Status
+
+AREA = "scan"
+TABLE = "deprecated_api.toml"
+LANGUAGE_OF_SUFFIX = {".py": "python", ".r": "r", ".rmd": "r", ".qmd": "r"}
+SKIP_DIRS = {".git", ".hg", ".venv", "venv", "node_modules", "__pycache__", "renv", "site-packages",
+             ".Rproj.user", ".tox", "build", "dist"}
+MAX_FILE_BYTES = 5_000_000
+
+
+@dataclass(frozen=True)
+class Api:
+    id: str
+    language: str
+    pattern: re.Pattern
+    replacement: str
+    since: str
+    removed_in: str
+    package: str
+    source: str
+    confidence: str
+
+    def describe(self) -> str:
+        parts = []
+        if self.removed_in:
+            parts.append(f"removed in {self.package} {self.removed_in}")
+        if self.since:
+            parts.append(f"deprecated since {self.package} {self.since}")
+        return ", ".join(parts) or f"deprecated in {self.package}"
+
+
+def load_apis(path: "str | Path | None" = None) -> list[Api]:
+    from rcompat.data import load_toml
+
+    rows = load_toml(path or TABLE, "api", required=("id", "language", "pattern", "replacement", "source",
+                                                     "confidence"))
+    apis = []
+    for row in rows:
+        if row["language"] not in ("python", "r"):
+            raise DataError(f"{path or TABLE}: api {row['id']}: language must be python or r")
+        try:
+            pattern = re.compile(row["pattern"])
+        except re.error as exc:
+            raise DataError(f"{path or TABLE}: api {row['id']}: bad pattern: {exc}") from exc
+        apis.append(Api(row["id"], row["language"], pattern, row["replacement"], str(row.get("since", "")),
+                        str(row.get("removed_in", "")), str(row.get("package", "torch")), row["source"],
+                        row["confidence"]))
+    return apis
+
+
+def iter_source_files(paths: Iterable[str]) -> Iterator[tuple[Path, str]]:
+    for raw in paths:
+        p = Path(raw)
+        if not p.exists():
+            raise UsageError(f"cannot scan {raw}: no such file or directory")
+        if p.is_file():
+            lang = LANGUAGE_OF_SUFFIX.get(p.suffix.lower())
+            if lang:
+                yield p, lang
+            continue
+        for root, dirs, files in os.walk(p):
+            dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS)
+            for name in sorted(files):
+                lang = LANGUAGE_OF_SUFFIX.get(Path(name).suffix.lower())
+                if lang:
+                    yield Path(root, name), lang
+
+
+def code_part(line: str) -> str:
+    """The line with string contents blanked and a `#` comment cut (the same rule in Python and R);
+    columns stay where they were, so a match reports the column of the original line."""
+    out = list(line)
+    quote = None
+    i = 0
+    while i < len(line):
+        ch = line[i]
+        if quote:
+            if ch == "\\":
+                out[i] = " "
+                if i + 1 < len(line):
+                    out[i + 1] = " "
+                i += 2
+                continue
+            if ch == quote:
+                quote = None
+            else:
+                out[i] = " "
+        elif ch in ("'", '"'):
+            quote = ch
+        elif ch == "#":
+            return "".join(out[:i])
+        i += 1
+    return "".join(out)
+
+
+def scan(paths: Iterable[str], apis: list[Api] | None = None) -> Report:
+    apis = apis if apis is not None else load_apis()
+    by_language: dict[str, list[Api]] = {}
+    for api in apis:
+        by_language.setdefault(api.language, []).append(api)
+    report = Report(command="scan")
+    files = 0
+    for path, lang in iter_source_files(paths):
+        files += 1
+        try:
+            if path.stat().st_size > MAX_FILE_BYTES:
+                continue
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        for lineno, line in enumerate(text.splitlines(), 1):
+            code = code_part(line)
+            for api in by_language.get(lang, []):
+                for m in api.pattern.finditer(code):
+                    report.add(_finding(api, path, lineno, m.start() + 1, m.group(0), line))
+    if not report.findings:
+        report.add(Finding(id="SCAN-CLEAN", area=AREA, status=Status.OK,
+                           title=f"no deprecated or removed API in {files} file(s)",
+                           message=f"Checked {len(apis)} API patterns."))
+    report.facts[AREA] = {"files": files, "apis": len(apis), "uses": sum(1 for f in report.findings
+                                                                          if f.id != "SCAN-CLEAN")}
+    return report
+
+
+def _finding(api: Api, path: Path, line: int, col: int, matched: str, text: str) -> Finding:
+    status = Status.FAIL if api.removed_in else Status.WARN
+    return Finding(
+        id=api.id, area=AREA, status=status, title=f"{path}:{line}:{col}: {matched.strip()} ({api.describe()})",
+        message=f"{matched.strip()} is {api.describe()}.", remedy=f"use {api.replacement}",
+        evidence={"file": str(path), "line": line, "column": col, "text": text.strip()[:200]},
+        source=api.source, confidence=api.confidence)
+
+
+def render_text(report: Report) -> str:
+    """`file:line:col: LEVEL ID message; use … [confidence]`, then a one-line summary."""
+    lines = []
+    uses = [f for f in report.findings if f.id != "SCAN-CLEAN"]
+    for f in uses:
+        ev = f.evidence
+        lines.append(f"{ev['file']}:{ev['line']}:{ev['column']}: {f.status.value} {f.id}: {f.message} "
+                     f"Fix: {f.remedy}. [{f.confidence}; {f.source}]")
+    facts = report.facts.get(AREA, {})
+    removed = sum(1 for f in uses if f.status is Status.FAIL)
+    lines.append(f"scan: {facts.get('files', 0)} file(s), {len(uses)} use(s) of deprecated APIs"
+                 f" ({removed} removed)")
+    return "\n".join(lines) + "\n"
