@@ -196,34 +196,45 @@ class AbiDiff:
 
 
 # -- computing the diff ----------------------------------------------------------------------
-def exported_symbols(image: ElfImage) -> dict[tuple[str, str], AbiSymbol]:
+class Exports(dict):
+    """(name, version) -> (type, bind, visibility, size, value, hidden) of every exported symbol.
+    Plain tuples, because libtorch_cpu.so has 74,000 of them and only the changed few become
+    AbiSymbol objects."""
+
+    def symbol(self, key: tuple[str, str]) -> AbiSymbol:
+        typ, bind, vis, size, value, hidden = self[key]
+        return AbiSymbol(key[0], key[1], hidden, typ, bind, vis, size, value)
+
+    def get_symbol(self, key: tuple[str, str]) -> AbiSymbol | None:
+        return self.symbol(key) if key in self else None
+
+
+def exported_symbols(image: ElfImage) -> Exports:
     table = image.dynamic_symbols
     version_markers = {v.name for v in image.version_definitions.values()}
-    out: dict[tuple[str, str], AbiSymbol] = {}
-    binds, vis, types, shndx = table.binds, table.visibilities, table.types, table.shndx
-    for i, name in enumerate(table.names):
-        if not shndx[i] or binds[i] not in EXPORTED_BINDS or vis[i] not in EXPORTED_VISIBILITIES:
+    out = Exports()
+    for name, version, hidden, typ, bind, vis, size, value, ndx in zip(
+            table.names, table.versions, table.hidden, table.types, table.binds, table.visibilities, table.sizes,
+            table.values, table.shndx):
+        if not ndx or bind not in EXPORTED_BINDS or vis not in EXPORTED_VISIBILITIES:
             continue
-        typ = types[i]
         if typ not in FUNCTION_TYPES and typ not in VARIABLE_TYPES:
             continue
-        if shndx[i] == SHN_ABS and name in version_markers:
+        if ndx == SHN_ABS and name in version_markers:
             continue
-        sym = AbiSymbol(name, table.versions[i], table.hidden[i], typ, binds[i], vis[i], table.sizes[i],
-                        table.values[i])
-        out[sym.key] = sym
+        out[(name, version)] = (typ, bind, vis, size, value, hidden)
     return out
 
 
-def _symbol_changes(old: dict, new: dict) -> tuple[list, list, list]:
-    removed = [SymbolChange("removed", old[k], None, True) for k in old.keys() - new.keys()]
-    added = [SymbolChange("added", None, new[k], False) for k in new.keys() - old.keys()]
+def _symbol_changes(old: Exports, new: Exports) -> tuple[list, list, list]:
+    removed = [SymbolChange("removed", old.symbol(k), None, True) for k in old.keys() - new.keys()]
+    added = [SymbolChange("added", None, new.symbol(k), False) for k in new.keys() - old.keys()]
     changed = []
-    for key in old.keys() & new.keys():
-        a, b = old[key], new[key]
-        if a.type == b.type and a.bind == b.bind and a.visibility == b.visibility and (
-                a.size == b.size or a.kind == "function"):
-            continue
+    for key, before in old.items():
+        after = new.get(key)
+        if after is None or after[:4] == before[:4] or (after[:3] == before[:3] and before[0] in FUNCTION_TYPES):
+            continue  # function sizes are not ABI
+        a, b = old.symbol(key), new.symbol(key)
         if a.type != b.type:
             changed.append(SymbolChange("type", a, b, a.kind != b.kind, detail=f"{a.type} → {b.type}"))
         if a.kind == "variable" and b.kind == "variable" and a.size != b.size:

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from rcompat.elf.abi import AbiDiff, AbiSymbol
+    from rcompat.elf.abi import AbiDiff, AbiSymbol, Exports
     from rcompat.elf.reader import ElfImage
 
 
@@ -45,25 +45,25 @@ class DependentImpact:
                 "missing_versions": self.missing_versions, "soname_note": self.soname_note}
 
 
-def _by_name(symbols: dict) -> dict[str, list["AbiSymbol"]]:
+def _by_name(symbols: "Exports") -> dict[str, list[tuple[str, str]]]:
     index: dict[str, list] = {}
-    for sym in symbols.values():
-        index.setdefault(sym.name, []).append(sym)
+    for key in symbols:
+        index.setdefault(key[0], []).append(key)
     return index
 
 
-def _bind(name: str, version: str, symbols: dict, by_name: dict) -> "AbiSymbol | None":
+def _bind(name: str, version: str, symbols: "Exports", by_name: dict) -> "AbiSymbol | None":
     """The definition a reference would bind to: the exact version, or for an unversioned reference
     the default (non-hidden) definition, as ld.so does."""
     if version:
-        return symbols.get((name, version))
-    for sym in by_name.get(name, ()):
-        if not sym.hidden:
-            return sym
+        return symbols.get_symbol((name, version))
+    for key in by_name.get(name, ()):
+        if not symbols[key][5]:  # not hidden
+            return symbols.symbol(key)
     return None
 
 
-def assess_dependent(dep: "ElfImage", diff: "AbiDiff", old_syms: dict, new_syms: dict,
+def assess_dependent(dep: "ElfImage", diff: "AbiDiff", old_syms: "Exports", new_syms: "Exports",
                      new_versions: set[str]) -> DependentImpact:
     library_names = {n for n in (diff.old_soname, diff.new_soname, os.path.basename(diff.old_path),
                                  os.path.basename(diff.new_path)) if n}

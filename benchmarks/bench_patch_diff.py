@@ -1,0 +1,65 @@
+"""patch-diff vs `cmp -l` on libtorch_cpu.so against a copy with a few patched bytes.
+
+Prints both times and the ratio (goal: ≤ 2.0). Run: .venv/bin/python benchmarks/bench_patch_diff.py [LIB]
+(default: the libtorch_cpu.so of the installed torch).
+"""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+PATCHES = (0x1000, 0x1001, 0x2000000, 0x8000000)  # offsets whose byte is flipped
+
+
+def default_lib() -> Path:
+    import importlib.util
+
+    spec = importlib.util.find_spec("torch")
+    if spec is None or not spec.submodule_search_locations:
+        raise SystemExit("torch is not installed: pass a library path")
+    return Path(list(spec.submodule_search_locations)[0]) / "lib" / "libtorch_cpu.so"
+
+
+def best_of(n: int, fn) -> float:
+    times = []
+    for _ in range(n):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return min(times)
+
+
+def main(argv: list[str]) -> int:
+    from rcompat.elf.patch import patch_diff
+
+    lib = Path(argv[0]) if argv else default_lib()
+    with tempfile.TemporaryDirectory() as tmp:
+        original, patched = Path(tmp) / "orig.so", Path(tmp) / "patched.so"
+        shutil.copyfile(lib, original)
+        shutil.copyfile(lib, patched)
+        with open(patched, "r+b") as fh:
+            for off in PATCHES:
+                fh.seek(off)
+                b = fh.read(1)[0]
+                fh.seek(off)
+                fh.write(bytes([b ^ 0xFF]))
+        result = {}
+        ours = best_of(3, lambda: result.setdefault("d", patch_diff(original, patched)))
+        theirs = best_of(3, lambda: subprocess.run(["cmp", "-l", str(original), str(patched)], capture_output=True))
+        cli = best_of(3, lambda: subprocess.run([sys.executable, "-m", "rcompat", "elf", "patch-diff", str(original),
+                                                 str(patched)], capture_output=True))
+        d = result["d"]
+        print(f"{lib} ({original.stat().st_size} bytes), {len(PATCHES)} bytes patched")
+        print(f"rcompat patch_diff (in process): {ours:.3f} s  runs={len(d.runs)} changed_bytes={d.changed_bytes}")
+        print(f"rcompat elf patch-diff (CLI, with interpreter start): {cli:.3f} s")
+        print(f"cmp -l: {theirs:.3f} s")
+        print(f"ratio in process: {ours / theirs:.2f}  CLI: {cli / theirs:.2f} (goal <= 2.0)")
+        return 0 if d.changed_bytes == len(PATCHES) and ours / theirs <= 2.0 else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
