@@ -74,3 +74,15 @@ def test_verify_cli_reports_a_hang(cli, rlibs):
     proc = cli("r", "verify", "--package", "torch", "--lib", str(rlibs["hang"]), "--timeout", "5")
     assert proc.returncode == 1
     assert "R-TORCH-VERIFY" in proc.stdout and "hung" in proc.stdout
+
+
+def test_cuda_branch_round_trip_is_checked(rlibs):
+    # The fixture pretends a GPU (RCOMPAT_FIXTURE_CUDA): exercises verify_torch.R's CUDA steps.
+    good = probe(timeout=60, lib_paths=[str(rlibs["ok"])], engine="rscript", discover_python=False,
+                 env={"RCOMPAT_FIXTURE_CUDA": "1"})
+    finding = verify("torch", good, timeout=60)
+    assert finding.status.value == "ok" and "GPU round trip ok" in finding.title
+    bad = probe(timeout=60, lib_paths=[str(rlibs["ok"])], engine="rscript", discover_python=False,
+                env={"RCOMPAT_FIXTURE_CUDA": "corrupt"})
+    finding = verify("torch", bad, timeout=60)
+    assert finding.status.value == "fail" and "came back changed" in finding.title
