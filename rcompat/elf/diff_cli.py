@@ -33,7 +33,8 @@ def register(sub) -> None:
                         "(e.g. '^(at|c10|torch)::'); repeatable")
     p.add_argument("--used-by", metavar="LIB", nargs="+", default=[],
                    help="dependent libraries: mark the changes each one imports as breaking it")
-    p.add_argument("--format", "-f", choices=("text", "json", "markdown"), default="text")
+    p.add_argument("--format", "-f", choices=("text", "json", "markdown"), default="text",
+                   help="output format (default: text)")
     p.add_argument("--demangle", action="store_true", help="text format: print C++ names demangled")
     p.add_argument("--output", "-o", metavar="FILE", help="write to FILE (atomically) instead of stdout")
     p.set_defaults(func=_abi_diff)
@@ -51,7 +52,8 @@ def register(sub) -> None:
                    help="hexdump old and new bytes of the first N runs (default 8; 0 for none)")
     p.add_argument("--context", metavar="BYTES", type=_count, default=16,
                    help="unchanged bytes shown around each run in the hexdump (default 16)")
-    p.add_argument("--format", "-f", choices=("text", "json", "markdown"), default="text")
+    p.add_argument("--format", "-f", choices=("text", "json", "markdown"), default="text",
+                   help="output format (default: text)")
     p.add_argument("--output", "-o", metavar="FILE", help="write to FILE (atomically) instead of stdout")
     p.set_defaults(func=_patch_diff)
 
