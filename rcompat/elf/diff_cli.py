@@ -81,7 +81,15 @@ def _patch_diff(args: argparse.Namespace) -> int:
     import sys
 
     from rcompat.cli.common import write_output
-    from rcompat.elf.patch import patch_diff
+
+    try:
+        from rcompat.elf.patch import patch_diff
+    except ModuleNotFoundError as exc:
+        if exc.name != "numpy":
+            raise
+        from rcompat.errors import RcompatError
+
+        raise RcompatError("patch-diff needs numpy (pip install numpy, or rcompat[test])") from None
 
     diff = patch_diff(args.original, args.patched, runs=args.hexdump, context=args.context)
     for warning in (diff.warnings if args.output or args.format != "text" else ()):
