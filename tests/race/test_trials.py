@@ -125,7 +125,7 @@ def test_sigsegv_in_a_native_call_is_a_crash_with_the_last_events(r_and_torch, n
 def test_hang_is_killed_reaped_and_reported(r_and_torch, survivors):
     from rcompat.race.runner import run
 
-    result = run(device="cpu", iterations=10, workers=2, mode="unsafe", trials=1, seed=3, timeout=6,
+    result = run(device="cpu", iterations=10, workers=2, mode="unsafe", trials=1, seed=3, timeout=10,
                  r_stack_check=False, hooks={"hang_after_events": 3})
     (trial,) = result.trials
     assert trial.timed_out and trial.outcome == "hang"
