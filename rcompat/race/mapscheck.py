@@ -25,15 +25,17 @@ def build_id(path: str) -> str | None:
     """GNU build-id of an ELF file: through the ELF engine when present, else pyelftools."""
     try:
         from rcompat.elf.reader import open_elf
+
+        image = open_elf(path)
+        try:
+            return image.build_id
+        finally:
+            image.close()
     except ImportError:
-        open_elf = None
+        pass
+    except Exception:  # noqa: BLE001 - the engine refused the file; pyelftools gets a second look
+        pass
     try:
-        if open_elf is not None:
-            image = open_elf(path)
-            try:
-                return image.build_id
-            finally:
-                image.close()
         from elftools.elf.elffile import ELFFile
 
         with open(path, "rb") as fh:
