@@ -8,6 +8,12 @@ from pathlib import Path
 from rcompat.errors import RcompatError
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def write_text_atomic(path: "str | os.PathLike[str]", text: str, encoding: str = "utf-8") -> Path:
     target = Path(path)
     directory = target.parent if str(target.parent) else Path(".")
@@ -15,6 +21,9 @@ def write_text_atomic(path: "str | os.PathLike[str]", text: str, encoding: str =
         raise RcompatError(f"cannot write {target}: directory {directory} does not exist")
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
     try:
+        # mkstemp creates 0600; a report or trace is meant to be shared, so give it the mode a plain
+        # open() would (0666 less the umask), or keep the mode of the file being replaced.
+        os.chmod(tmp, target.stat().st_mode & 0o7777 if target.exists() else 0o666 & ~_umask())
         with os.fdopen(fd, "w", encoding=encoding) as fh:
             fh.write(text)
             fh.flush()

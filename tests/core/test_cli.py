@@ -117,3 +117,16 @@ def test_cli_start_up_does_not_import_heavy_modules(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=dict(os.environ))
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == ""
+
+
+def test_atomic_write_gives_normal_file_mode(tmp_path):
+    import stat
+
+    from rcompat.atomic import write_text_atomic
+
+    old = os.umask(0o022)
+    try:
+        path = write_text_atomic(tmp_path / "r.txt", "x")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o644
