@@ -62,8 +62,7 @@ def verify(package: str, facts: RFacts, timeout: float = 60.0) -> Finding:
     pkg = facts.packages.get(package)
     if pkg is None or pkg.status == "absent":
         return Finding(**base, status=Status.SKIP, title=f"{verifier.what}: not installed",
-                       message=f"R package {package} is not installed in {', '.join(facts.lib_paths)}; "
-                               "nothing to verify.")
+                       message=f"nothing to verify (see R-PKG-{package.upper()}).")
     if pkg.status == "error":
         return Finding(**base, status=Status.SKIP, title=f"{verifier.what}: not attempted",
                        message=f"{package}'s DESCRIPTION is unreadable (see R-PKG-{package.upper()}).")
