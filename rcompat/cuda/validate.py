@@ -129,7 +129,7 @@ def _rtorch_libtorch(t: Tables, c: _Collector) -> None:
         c.relation("RTORCH", Status.FAIL if missing else Status.OK,
                    f"R torch {row['rtorch']} claims CUDA {', '.join(missing)} build(s) of LibTorch "
                    f"{row['libtorch']}, but the torch table lists {row['libtorch']} builds "
-                   f"{', '.join(sorted(build_tag(r['cuda']) for r in torch_rows))}", [row] + torch_rows)
+                   f"{', '.join(sorted({build_tag(r['cuda']) for r in torch_rows}))}", [row] + torch_rows)
 
 
 def _end_to_end_driver(t: Tables, c: _Collector) -> None:
