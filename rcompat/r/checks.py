@@ -37,7 +37,8 @@ def _f(id: str, status: Status, title: str, **kw) -> Finding:
 def check_version(ctx) -> Iterable[Finding]:
     facts = r_facts(ctx)
     if not facts.install:
-        yield _f("R-VERSION", Status.SKIP, "R is not installed", message=facts.reason, remedy=INSTALL_R)
+        yield _f("R-VERSION", Status.SKIP, "R is not installed (install r-base-core)",
+                 message=facts.reason, remedy=INSTALL_R)
         return
     if not facts.available:
         yield _f("R-VERSION", Status.ERROR, "R did not report its version", message=facts.reason,
@@ -70,6 +71,12 @@ def check_rpy2(ctx) -> Iterable[Finding]:
         return
     error = rpy2.get("error") or {}
     text = str(error.get("message", ""))
+    if (rpy2.get("child") or {}).get("timed_out"):
+        yield _f("R-RPY2", Status.FAIL, f"embedding R through rpy2 {rpy2.get('version')} hung",
+                 message=f"the rpy2 worker was killed after the timeout at '{error.get('stage')}'.",
+                 remedy="Raise --timeout if this machine is slow; otherwise run "
+                        "`python -c 'import rpy2.robjects'` to see where R stops.", evidence=rpy2)
+        return
     advice = advise(text, facts.version_number)
     what = advice.sentence(facts.version_number)
     stage = error.get("stage") or "start"
