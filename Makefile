@@ -1,7 +1,7 @@
 # The README's two commands: `make doctor` (the main job) and `make test` (the test suite).
 # Both set up everything a fresh Debian 12 machine lacks, idempotently: Debian packages (R, reticulate,
 # binutils, abigail-tools) only when missing, a virtualenv, rcompat in editable mode with the rpy2 that
-# fits the R found (scripts/rpy2_requirement.py reads rcompat/data/rpy2_r.csv), and torch 2.13.0 (the
+# fits the R found (scripts/rpy2_requirement.py reads the [[rpy2]] rows of rcompat/data/r_rules.toml), and torch 2.13.0 (the
 # CPU wheel on this disk; plain `torch` would fetch a multi-GB CUDA build).
 SHELL := /bin/bash
 PYTHON ?= python3
@@ -19,7 +19,7 @@ all: test
 system:
 	@bash scripts/ensure_system.sh
 
-$(STAMP): pyproject.toml rcompat/data/rpy2_r.csv | system
+$(STAMP): pyproject.toml rcompat/data/r_rules.toml | system
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --disable-pip-version-check -e '.[test]' \
 	    "$$($(PYTHON) scripts/rpy2_requirement.py)" '$(TORCH_REQUIREMENT)' 2>&1 | grep -v '^WARNING: Location' || true

@@ -1,20 +1,20 @@
 #!/usr/bin/env python3
-"""Print the pip requirement of the rpy2 that fits the R on PATH (stdlib only: runs before any install).
+"""Print the pip requirement of the rpy2 that fits the R on PATH.
 
-The pairing lives in rcompat/data/rpy2_r.csv, so a new R release means a new table row, not new code.
+Runs before anything is installed, so it imports only the stdlib-only parts of rcompat from this
+checkout. The pairing is the [[rpy2]] table of rcompat/data/r_rules.toml (the same rows the R engine's
+R-RPY2 check uses), so a new R release means a new table row, not new code.
 """
 from __future__ import annotations
 
-import csv
 import subprocess
 import sys
 from pathlib import Path
 
-TABLE = Path(__file__).resolve().parent.parent / "rcompat" / "data" / "rpy2_r.csv"
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-
-def _key(v: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in v.split(".") if p.isdigit())
+from rcompat.data import load_toml  # noqa: E402
+from rcompat.versions import matches  # noqa: E402
 
 
 def r_version() -> str:
@@ -24,12 +24,10 @@ def r_version() -> str:
 
 
 def requirement(version: str) -> str:
-    rows = csv.DictReader(ln for ln in TABLE.read_text().splitlines() if not ln.startswith("#"))
-    for row in rows:
-        lo, hi = row["r_min"], row["r_max_exclusive"]
-        if _key(version) >= _key(lo) and (not hi or _key(version) < _key(hi)):
-            return row["rpy2_requirement"]
-    raise SystemExit(f"no rpy2 known to fit R {version}; add a row to {TABLE}")
+    for row in load_toml("r_rules.toml", "rpy2", required=("id", "R", "pip", "source")):
+        if matches(version, row["R"]):
+            return row["pip"]
+    raise SystemExit(f"no rpy2 known to fit R {version}; add an [[rpy2]] row to rcompat/data/r_rules.toml")
 
 
 if __name__ == "__main__":
