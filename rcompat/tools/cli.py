@@ -9,12 +9,22 @@ import argparse
 import sys
 
 from rcompat.cli.common import emit_report, write_output
+from rcompat.errors import UsageError
+
+
+def _given_file(path: str | None, what: str) -> str | None:
+    """A user-given table must exist as given (the data loader would look for a bare name in rcompat/data)."""
+    import os
+
+    if path is not None and not os.path.isfile(path):
+        raise UsageError(f"cannot read {what} {path}: no such file")
+    return path
 
 
 def explain(args: argparse.Namespace) -> int:
     from rcompat.tools.explain import explain as run, load_symptoms, read_text
 
-    symptoms = load_symptoms(args.symptoms)
+    symptoms = load_symptoms(_given_file(args.symptoms, "symptom table"))
     if args.list:
         width = max(len(s.id) for s in symptoms)
         write_output("".join(f"{s.id:<{width}}  {s.title}\n" for s in symptoms), args.output)
@@ -26,12 +36,18 @@ def explain(args: argparse.Namespace) -> int:
 def lock_check(args: argparse.Namespace) -> int:
     from rcompat.tools.lock import check_lockfile
 
-    return emit_report(check_lockfile(args.lockfile, rules_path=args.rules, cuda=args.cuda), args)
+    rules = _given_file(args.rules, "rules table")
+    return emit_report(check_lockfile(args.lockfile, rules_path=rules, cuda=args.cuda), args)
 
 
 def snapshot_save(args: argparse.Namespace) -> int:
     from rcompat.tools import snapshot
 
+    import os
+
+    directory = os.path.dirname(os.path.abspath(args.file))
+    if not os.path.isdir(directory):  # before minutes of probing, not after
+        raise UsageError(f"cannot write {args.file}: directory {directory} does not exist")
     sections = tuple(s for s in ("r", "python", "frameworks", "gpu", "libraries") if s not in args.skip)
     snap = snapshot.collect(sections=sections, timeout=args.timeout)
     path = snapshot.save(args.file, snap)
@@ -51,7 +67,7 @@ def snapshot_diff(args: argparse.Namespace) -> int:
     from rcompat.tools import snapdiff, snapshot
 
     old, new = snapshot.load(args.old), snapshot.load(args.new)
-    report = snapdiff.diff(old, new, snapdiff.load_risks(args.risks), old_name=args.old, new_name=args.new)
+    report = snapdiff.diff(old, new, snapdiff.load_risks(_given_file(args.risks, "risk table")), old_name=args.old, new_name=args.new)
     if args.format == "text":
         write_output(snapdiff.render_text(report), args.output)
         return report.exit_code(strict=args.strict)
@@ -61,7 +77,7 @@ def snapshot_diff(args: argparse.Namespace) -> int:
 def scan(args: argparse.Namespace) -> int:
     from rcompat.tools.scan import load_apis, render_text, scan as run
 
-    report = run(args.paths, load_apis(args.table))
+    report = run(args.paths, load_apis(_given_file(args.table, "API table")))
     if args.format == "text":
         write_output(render_text(report), args.output)
         return report.exit_code(strict=args.strict)
@@ -75,7 +91,7 @@ def ci_matrix(args: argparse.Namespace) -> int:
             "cuda": parse_list(args.cuda, "cuda", allow_cpu=True), "keras": parse_list(args.keras, "keras"),
             "keras3": parse_list(args.keras3, "keras3"), "tensorflow": parse_list(args.tensorflow, "tensorflow"),
             "os": [o.lower() for o in parse_list(args.os, "os")]}
-    plan = plan_matrix(dims, rules_path=args.rules, cuda_tables=args.cuda_tables,
+    plan = plan_matrix(dims, rules_path=_given_file(args.rules, "rules table"), cuda_tables=args.cuda_tables,
                        min_confidence=args.min_confidence)
     write_output(render(plan, args.format), args.output)
     if args.format == "github" and not args.quiet:

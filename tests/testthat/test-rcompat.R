@@ -70,3 +70,20 @@ test_that("rcompat_snapshot_save() records R from the host facts", {
   expect_identical(snap$r$via, "R host")
   expect_identical(snap$r$packages$jsonlite$version, as.character(packageVersion("jsonlite")))
 })
+
+test_that("rcompat_abi_diff() of a library against itself has no changes, with the frame's columns", {
+  lib <- file.path(R.home("lib"), "libR.so")
+  skip_if_not(file.exists(lib), "R was built without a shared libR")
+  df <- rcompat_abi_diff(lib, lib)
+  expect_identical(nrow(df), 0L)
+  expect_true(all(c("change", "kind", "name", "version") %in% names(df)))
+})
+
+test_that("rcompat_race() runs one serialized CPU trial in a child and returns one row", {
+  df <- rcompat_race(device = "cpu", iterations = 2, workers = 1, trials = 1, mode = "serialized",
+                     timeout = 60, r_stack_check = FALSE)
+  expect_identical(nrow(df), 1L)
+  expect_identical(df$mode, "serialized")
+  expect_identical(df$device, "cpu")
+  expect_true(is.character(df$outcome) && nchar(df$outcome) > 0)
+})
