@@ -160,7 +160,10 @@ def check_libs(ctx) -> Iterable[Finding]:
     else:
         summary = ", ".join(f"{lib.soname or lib.family} {lib.version or '?'} ({lib.origin})" for lib in scan.libraries)
         yield _f("CUDA-LIBS", Status.OK, f"{len(scan.libraries)} CUDA librar{'y' if len(scan.libraries) == 1 else 'ies'}"
-                 " found on disk", message=summary, evidence=scan.to_dict())
+                 " found on disk", message=summary,
+                 evidence={"libraries": [f"{lib.path} ({lib.soname}, {lib.version or '?'} from "
+                                         f"{lib.version_source or '-'})" for lib in scan.libraries],
+                           "searched": [p["dir"] for p in scan.searched]})
     found = clashes(scan)
     if not found and scan.libraries:
         yield _f("CUDA-LIBS-DUPLICATE", Status.OK, "one build of each CUDA library is reachable")
