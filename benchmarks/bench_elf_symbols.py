@@ -1,0 +1,81 @@
+"""Symbol-table speed against `nm -D --defined-only` on the torch wheel's libtorch_cpu.so.
+
+Three timings, best of --repeat runs each:
+- nm: `nm -D --defined-only LIB` as a subprocess (its output is the reference symbol set);
+- library: a fresh interpreter imports rcompat.elf, reads the defined symbols and formats nm lines
+  (timed inside the child, so interpreter start-up is not counted, but imports are);
+- cli: `rcompat elf symbols --defined LIB` end to end, interpreter start-up included.
+Asserts the same symbol set as nm, prints the ratios; the goal is library/nm <= 2.
+
+    .venv/bin/python benchmarks/bench_elf_symbols.py [LIB] [--repeat 5]
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+CHILD = """
+import json, sys, time
+t = time.perf_counter()
+from rcompat.elf import symbols
+lines = symbols(sys.argv[1], defined=True).nm_lines()
+elapsed = time.perf_counter() - t
+print(json.dumps({"seconds": elapsed, "count": len(lines)}))
+"""
+
+
+def default_lib() -> str:
+    spec = importlib.util.find_spec("torch")
+    if spec is None or not spec.submodule_search_locations:
+        raise SystemExit("torch is not installed; pass a library path")
+    return os.path.join(list(spec.submodule_search_locations)[0], "lib", "libtorch_cpu.so")
+
+
+def best(fn, repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return min(times)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description="rcompat elf symbols vs nm -D --defined-only")
+    ap.add_argument("lib", nargs="?")
+    ap.add_argument("--repeat", type=int, default=5)
+    args = ap.parse_args()
+    lib = args.lib or default_lib()
+
+    nm_out = subprocess.run(["nm", "-D", "--defined-only", lib], capture_output=True, text=True, check=True).stdout
+    reference = {line for line in nm_out.splitlines() if line}
+    sys.path.insert(0, str(REPO))
+    from rcompat.elf import symbols
+
+    ours = set(symbols(lib, defined=True).nm_lines())
+    assert ours == reference, f"symbol sets differ: {len(ours ^ reference)} lines"
+
+    nm_s = best(lambda: subprocess.run(["nm", "-D", "--defined-only", lib], capture_output=True, check=True), args.repeat)
+    lib_times = []
+    for _ in range(args.repeat):
+        out = subprocess.run([sys.executable, "-c", CHILD, lib], capture_output=True, text=True, check=True).stdout
+        lib_times.append(json.loads(out)["seconds"])
+    lib_s = min(lib_times)
+    cli_s = best(lambda: subprocess.run([sys.executable, "-m", "rcompat", "elf", "symbols", "--defined", lib],
+                                        capture_output=True, check=True, cwd=str(REPO)), args.repeat)
+    print(f"{os.path.basename(lib)}: {len(reference)} defined dynamic symbols, same set as nm")
+    print(f"nm -D --defined-only      {nm_s * 1000:7.1f} ms")
+    print(f"rcompat.elf.symbols()     {lib_s * 1000:7.1f} ms   ratio {lib_s / nm_s:.2f}x (goal <= 2x)")
+    print(f"rcompat elf symbols (CLI) {cli_s * 1000:7.1f} ms   ratio {cli_s / nm_s:.2f}x (with interpreter start-up)")
+    return 0 if lib_s / nm_s <= 2 else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

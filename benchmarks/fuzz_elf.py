@@ -1,0 +1,147 @@
+"""Fuzz the ELF reader: bit flips, byte stomps and truncation at every section boundary of real
+fixture libraries. Every case must end in success or ElfError within a time limit: any other
+exception, or a hang, is a bug. tests/elf/test_bad_input.py runs a few hundred cases of this;
+this script runs 10,000:
+
+    .venv/bin/python benchmarks/fuzz_elf.py [--cases 10000] [--seed 1] [LIB ...]
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import random
+import signal
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from rcompat.elf.errors import ElfError  # noqa: E402
+
+CASE_LIMIT_S = 5
+
+
+class Hang(Exception):
+    pass
+
+
+def exercise(path: Path) -> None:
+    """Everything the engine reads from one file."""
+    from rcompat.elf.objinfo import _read_cached
+    from rcompat.elf.reader import ElfImage
+    from rcompat.elf.symbols import symbol_list
+    from rcompat.elf.symindex import _cached as symbol_index_uncached
+
+    with ElfImage(path) as img:
+        img.sections
+        img.needed, img.soname, img.rpath, img.runpath, img.symbolic, img.build_id
+        img.version_definitions, img.version_needs
+        syms = symbol_list(img)
+        syms.nm_lines()
+    _read_cached.__wrapped__((str(path), 0, 0, 0))  # the resolver's facts, uncached
+    symbol_index_uncached.__wrapped__(str(path), 0, 0, 0)
+
+
+def mutations(data: bytes, rng: random.Random, boundaries: list[int]):
+    """Yield (label, mutated bytes) forever."""
+    kinds = ["flip", "flip", "stomp", "truncate", "header"]
+    while True:
+        kind = rng.choice(kinds)
+        buf = bytearray(data)
+        if kind == "flip":
+            for _ in range(rng.randint(1, 8)):
+                i = rng.randrange(len(buf))
+                buf[i] ^= 1 << rng.randrange(8)
+            yield kind, bytes(buf)
+        elif kind == "stomp":
+            i = rng.randrange(len(buf))
+            n = rng.choice([1, 2, 4, 8])
+            buf[i:i + n] = rng.choice([b"\xff", b"\x00", b"\x7f"]) * n
+            yield kind, bytes(buf[:len(data)])
+        elif kind == "header":  # the ELF and section headers hold the offsets everything else follows
+            i = rng.randrange(min(64, len(buf)))
+            buf[i] = rng.randrange(256)
+            yield kind, bytes(buf)
+        else:
+            cut = rng.choice(boundaries) + rng.choice([-1, 0, 1])
+            yield kind, bytes(buf[:max(0, min(cut, len(buf)))])
+
+
+def section_boundaries(path: Path) -> list[int]:
+    from rcompat.elf.reader import ElfImage
+
+    with ElfImage(path) as img:
+        points = {0, 4, 16, 52, 64, img.shoff, img.size}
+        for s in img.sections:
+            points.update((s.offset, s.offset + s.size))
+        points.update(img.shoff + i * img.shentsize for i in range(img.shnum + 1))
+    return sorted(p for p in points if 0 <= p <= img.size)
+
+
+def run(sources: list[Path], cases: int, seed: int = 1, workdir: Path | None = None) -> dict:
+    rng = random.Random(seed)
+    failures: list[str] = []
+    outcomes = {"ok": 0, "ElfError": 0}
+    tmp = Path(workdir or tempfile.mkdtemp(prefix="rcompat-fuzz-"))
+    originals = [(p, p.read_bytes(), section_boundaries(p)) for p in sources]
+    generators = [mutations(data, rng, bounds) for _, data, bounds in originals]
+    target = tmp / "mutant.so"
+
+    def on_alarm(signum, frame):
+        raise Hang()
+
+    old = signal.signal(signal.SIGALRM, on_alarm)
+    start = time.monotonic()
+    try:
+        for case in range(cases):
+            k = case % len(originals)
+            kind, data = next(generators[k])
+            target.write_bytes(data)
+            signal.alarm(CASE_LIMIT_S)
+            try:
+                exercise(target)
+                outcomes["ok"] += 1
+            except ElfError:
+                outcomes["ElfError"] += 1
+            except Hang:
+                failures.append(f"case {case} ({kind} of {originals[k][0].name}): no result in {CASE_LIMIT_S} s")
+            except Exception as exc:  # noqa: BLE001 - exactly what this hunts for
+                keep = tmp / f"failure-{case}.so"
+                keep.write_bytes(data)
+                failures.append(f"case {case} ({kind} of {originals[k][0].name}, saved {keep}): "
+                                f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=4)}")
+            finally:
+                signal.alarm(0)
+    finally:
+        signal.signal(signal.SIGALRM, old)
+    return {"cases": cases, "outcomes": outcomes, "failures": failures, "seconds": round(time.monotonic() - start, 2)}
+
+
+def _fixture_libs() -> list[Path]:
+    spec = importlib.util.spec_from_file_location("elf_fixture_build", REPO / "fixtures/elf/build.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    built = module.build_all(Path(tempfile.mkdtemp(prefix="rcompat-fuzz-fixtures-")))
+    return [built[k] for k in ("versioned", "needs_version", "rpath_runpath", "user")]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("libs", nargs="*", type=Path, help="libraries to mutate (default: the gcc-built fixtures)")
+    ap.add_argument("--cases", type=int, default=10_000)
+    ap.add_argument("--seed", type=int, default=1)
+    args = ap.parse_args()
+    result = run(args.libs or _fixture_libs(), args.cases, args.seed)
+    print(f"{result['cases']} cases in {result['seconds']} s: {result['outcomes']['ok']} read, "
+          f"{result['outcomes']['ElfError']} ElfError, {len(result['failures'])} failures")
+    for f in result["failures"][:20]:
+        print(f)
+    return 1 if result["failures"] else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,158 @@
+"""The elf area of `rcompat doctor`: the real torch libraries on this machine, read statically.
+
+Targets are Python torch's libtorch_cpu.so / libtorch_python.so (found with find_spec, never
+imported) and R torch's liblantern.so / libtorch.so (from the R engine's facts when present).
+Every check shares one resolution per library through ctx.memo; the whole area stays around 1 s.
+"""
+from __future__ import annotations
+
+import os
+from typing import Iterable
+
+from rcompat.model import Finding, Status
+
+AREA = "elf"
+TITLE = "Shared libraries (static ELF analysis)"
+SOURCE_LD = "glibc elf/dl-load.c, elf/dl-lookup.c, elf/dl-version.c (ld.so search and binding rules)"
+
+
+def _f(id: str, status: Status, title: str, **kw) -> Finding:
+    return Finding(id=id, area=AREA, status=status, title=title, **kw)
+
+
+def frameworks(ctx) -> list:
+    from rcompat.elf.targets import python_torch, r_torch
+
+    def produce():
+        found = [fw for fw in (python_torch(), r_torch(ctx.facts.get("r"))) if fw is not None]
+        ctx.facts.setdefault("elf", {})["targets"] = [
+            {"framework": fw.name, "version": fw.version, "libraries": fw.libraries, "host": fw.host}
+            for fw in found]
+        return found
+
+    return ctx.memo("elf.frameworks", produce)
+
+
+def _targets(ctx) -> list[tuple[object, str, str]]:
+    """(framework, role, path) for the libraries each check looks at."""
+    wanted = ("libtorch_python", "libtorch_cpu", "liblantern", "libtorch")
+    out = []
+    for fw in frameworks(ctx):
+        for role in wanted:
+            if role in fw.libraries:
+                out.append((fw, role, fw.libraries[role]))
+    return out
+
+
+def _missing_report(ctx, fw, path: str):
+    from rcompat.elf.missing import missing
+
+    return ctx.memo(f"elf.missing:{path}", lambda: missing(path, host=fw.host))
+
+
+def _no_targets() -> Finding:
+    return _f("ELF-TARGETS", Status.SKIP, "no torch libraries found to inspect",
+              message="Neither Python torch (importlib.util.find_spec('torch')) nor R torch's Lantern/LibTorch "
+                      "was found, so there are no real libraries to check.",
+              remedy="Install torch (pip install torch, or install.packages('torch'); torch::install_torch()).")
+
+
+def check_deps(ctx) -> Iterable[Finding]:
+    targets = _targets(ctx)
+    if not targets:
+        yield _no_targets()
+        return
+    for fw, role, path in targets:
+        res = _missing_report(ctx, fw, path).resolution
+        if res.missing:
+            lost = res.missing[0]
+            yield _f("ELF-DEPS", Status.FAIL, f"{fw.name}: {os.path.basename(path)} needs {lost.name}, not found",
+                     message="; ".join(f"{m.name} (needed by {m.needed_by}) not found; searched "
+                                       + ", ".join(m.searched_dirs) for m in res.missing),
+                     remedy="Install the missing library or put its directory on LD_LIBRARY_PATH; "
+                            f"`rcompat elf deps {path}` shows the tree.",
+                     evidence=res.to_dict(), source=SOURCE_LD, confidence="high")
+        else:
+            yield _f("ELF-DEPS", Status.OK, f"{fw.name}: {os.path.basename(path)} resolves "
+                                            f"{len(res.nodes) - res.preloaded - 1} dependencies",
+                     evidence={"path": path, "load_order": [n.path for n in res.nodes[res.preloaded:]]},
+                     source=SOURCE_LD)
+
+
+def check_undefined(ctx) -> Iterable[Finding]:
+    for fw, role, path in _targets(ctx):
+        rep = _missing_report(ctx, fw, path)
+        lost = [m for m in rep.missing]
+        if lost:
+            first = lost[0]
+            yield _f("ELF-UNDEFINED", Status.FAIL,
+                     f"{fw.name}: {len(lost)} undefined symbol(s) nobody provides in {os.path.basename(path)}",
+                     message=f"{first.loader_message()} — {first.explanation()}",
+                     remedy="Put the library that provides them on the search path, or reinstall the framework "
+                            "so its own copies match; `rcompat elf missing` lists them all.",
+                     evidence=rep.to_dict(), source=SOURCE_LD, confidence="high")
+        else:
+            yield _f("ELF-UNDEFINED", Status.OK,
+                     f"{fw.name}: {len(rep.bindings)} undefined symbols of {os.path.basename(path)} and its "
+                     f"dependencies all bind", evidence={"path": path, "host": fw.host,
+                                                         "weak_unresolved": len(rep.weak_unresolved)},
+                     source=SOURCE_LD)
+
+
+def check_glibcxx(ctx) -> Iterable[Finding]:
+    from rcompat.elf.verreq import check_versions
+
+    for fw, role, path in _targets(ctx):
+        res = _missing_report(ctx, fw, path).resolution
+        rep = check_versions(res)
+        cxx = [f for f in rep.families if f.family in ("GLIBCXX", "CXXABI", "GLIBC")]
+        hard = [u for u in rep.unmet if not u.weak]
+        evidence = {"path": path, "families": [f.__dict__ for f in cxx], "unmet": [u.loader_message() for u in rep.unmet]}
+        if hard:
+            fams = [f for f in rep.families if not f.satisfied]
+            alt = next((f.alternatives for f in fams if f.alternatives), [])
+            yield _f("ELF-GLIBCXX", Status.FAIL, f"{fw.name}: {hard[0].version} not found for {os.path.basename(path)}",
+                     message=hard[0].loader_message(),
+                     remedy=("A library that has it: " + ", ".join(alt) + " — put its directory first "
+                             "(LD_LIBRARY_PATH) or start from an environment that ships it.") if alt else
+                            "Install a newer libstdc++/glibc (e.g. conda's libstdcxx-ng) and put it first.",
+                     evidence=evidence, source="rstudio/reticulate issue 841; " + SOURCE_LD, confidence="high")
+        else:
+            top = next((f for f in cxx if f.family == "GLIBCXX"), None)
+            detail = (f"newest GLIBCXX needed {top.newest_needed}, provided {top.newest_provided} by {top.provider}"
+                      if top else "no GLIBCXX requirement")
+            yield _f("ELF-GLIBCXX", Status.OK, f"{fw.name}: version requirements of {os.path.basename(path)} met",
+                     message=detail, evidence=evidence, source=SOURCE_LD)
+
+
+def check_duplicate_runtime(ctx) -> Iterable[Finding]:
+    from rcompat.elf.runtimes import duplicate_runtimes
+
+    fws = frameworks(ctx)
+    roots = [fw.libraries.get("libtorch_python") or fw.libraries.get("liblantern") or next(iter(fw.libraries.values()))
+             for fw in fws]
+    if not roots:
+        return
+    dups = ctx.memo("elf.duplicates", lambda: duplicate_runtimes(roots))
+    names = ", ".join(os.path.basename(r) for r in roots)
+    if not dups:
+        yield _f("ELF-DUPLICATE-RUNTIME", Status.OK, f"one copy of each runtime among {names}",
+                 evidence={"roots": roots}, source="rcompat/data/maps_runtimes.toml [[runtime]]")
+        return
+    for d in dups:
+        status = Status(d.status) if d.all_load else Status.WARN
+        note = ("every copy gets mapped (different sonames): two copies of its global state in one process"
+                if d.all_load else "same soname: in one process ld.so keeps only the first, and the second "
+                                   "framework binds to it (see ELF-COLOAD)")
+        yield _f("ELF-DUPLICATE-RUNTIME", status, f"{len(d.copies)} copies of {d.family} among {names}",
+                 message=f"{d.describe()}; {note}. {d.why}",
+                 remedy="Use one framework per process (callr/a separate Python process), or builds that share "
+                        "the same runtime (exactly the same LibTorch version).",
+                 evidence=d.to_dict(), source=d.source, confidence=d.confidence)
+
+
+for _fn, _id in ((check_deps, "ELF-DEPS"), (check_undefined, "ELF-UNDEFINED"), (check_glibcxx, "ELF-GLIBCXX"),
+                 (check_duplicate_runtime, "ELF-DUPLICATE-RUNTIME")):
+    _fn.check_id = _id  # type: ignore[attr-defined]
+
+CHECKS = [check_deps, check_undefined, check_glibcxx, check_duplicate_runtime]

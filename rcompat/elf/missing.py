@@ -1,0 +1,196 @@
+"""Undefined symbols: which loaded object provides each one, and who would provide the rest.
+
+Lookup order is ld.so's global scope (the host objects given, then the load order of the
+resolution, breadth first); the first object with a matching definition wins. An undefined,
+non-weak symbol without a provider is what ld.so reports as `undefined symbol: NAME` at dlopen
+(R's dyn.load and Python's import both use RTLD_NOW). For those, directories outside the search
+path are scanned (--search, /usr/local/cuda*/lib64, pip's nvidia/*/lib) to name the library that
+would provide it.
+"""
+from __future__ import annotations
+
+import glob
+import os
+import site
+import sysconfig
+from dataclasses import dataclass, field
+
+from rcompat.elf.errors import ElfError
+from rcompat.elf.resolve import Resolution, Resolver
+from rcompat.elf.symindex import Reference, SymbolIndex, symbol_index
+
+
+@dataclass
+class ElsewhereProvider:
+    path: str
+    soname: str | None
+    version_ok: bool
+    versions: list[str]
+
+    def describe(self, ref: Reference) -> str:
+        lib = self.soname or os.path.basename(self.path)
+        if not self.version_ok:
+            return (f"{lib} in {os.path.dirname(self.path)} defines it only as "
+                    f"{', '.join(self.versions)}, not {ref.version}")
+        return f"is provided by {lib} in {os.path.dirname(self.path)}, which is not on the search path"
+
+
+@dataclass
+class MissingSymbol:
+    ref: Reference
+    needed_by: str  # path of the object with the undefined reference
+    near_misses: list[str] = field(default_factory=list)  # loaded objects defining it in another version
+    elsewhere: list[ElsewhereProvider] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return self.ref.name
+
+    def loader_message(self) -> str:
+        """The text ld.so puts in the dlopen error (glibc elf/dl-lookup.c)."""
+        version = f", version {self.ref.version}" if self.ref.version else ""
+        return f"{self.needed_by}: undefined symbol: {self.ref.name}{version}"
+
+    def explanation(self) -> str:
+        parts = []
+        if self.near_misses:
+            parts.append("defined with another version in " + "; ".join(self.near_misses))
+        hits = [e for e in self.elsewhere if e.version_ok]
+        if hits:
+            parts.append(f"{self.ref.name} " + hits[0].describe(self.ref))
+        elif self.elsewhere:
+            parts.append(self.elsewhere[0].describe(self.ref))
+        host = host_provider(self.ref.name)
+        if host and not hits:
+            parts.append(f"normally provided by {host['host']}: {host['hint']}")
+        return "; ".join(parts) or "no library found on this machine provides it"
+
+    @property
+    def host_symbol(self) -> bool:
+        return host_provider(self.ref.name) is not None
+
+
+def host_provider(name: str) -> dict | None:
+    """The host-process row (rcompat/data/elf_host_symbols.toml) whose prefix `name` has."""
+    from rcompat.data import cached_toml
+
+    for row in cached_toml("elf_host_symbols.toml", "host"):
+        if any(name.startswith(p) for p in row["prefixes"]):
+            return row
+    return None
+
+
+@dataclass
+class Binding:
+    ref: Reference
+    needed_by: str
+    provider: str  # path
+
+
+@dataclass
+class MissingReport:
+    resolution: Resolution
+    bindings: list[Binding]
+    missing: list[MissingSymbol]
+    weak_unresolved: list[Binding]
+    searched_elsewhere: list[str]
+
+    @property
+    def ok(self) -> bool:
+        return not self.missing and not self.resolution.missing
+
+    def to_dict(self) -> dict:
+        return {"root": self.resolution.root.path, "bound": len(self.bindings),
+                "missing_libraries": [m.name for m in self.resolution.missing],
+                "missing_symbols": [{"name": m.name, "version": m.ref.version, "needed_by": m.needed_by,
+                                     "loader_message": m.loader_message(), "explanation": m.explanation(),
+                                     "elsewhere": [e.path for e in m.elsewhere if e.version_ok]}
+                                    for m in self.missing],
+                "weak_unresolved": len(self.weak_unresolved), "searched_elsewhere": self.searched_elsewhere}
+
+
+def scope_indexes(resolution: Resolution) -> list[tuple[str, SymbolIndex]]:
+    out = []
+    for node in resolution.nodes:
+        try:
+            out.append((node.path, symbol_index(node.path)))
+        except ElfError:
+            continue
+    return out
+
+
+def bind_all(resolution: Resolution, objects: "list[int] | None" = None,
+             scope: "list[tuple[str, SymbolIndex]] | None" = None):
+    """(bindings, missing, weak_unresolved) for the undefined symbols of `objects` (default: all)."""
+    scope = scope if scope is not None else scope_indexes(resolution)
+    chosen = range(resolution.preloaded, len(resolution.nodes)) if objects is None else objects
+    bindings, missing, weak = [], [], []
+    for i in chosen:
+        node = resolution.nodes[i]
+        try:
+            own = symbol_index(node.path)
+        except ElfError:
+            continue
+        for ref in own.references:
+            provider = next((path for path, idx in scope if idx.lookup(ref.name, ref.version)), None)
+            if provider is not None:
+                bindings.append(Binding(ref, node.path, provider))
+            elif ref.weak:
+                weak.append(Binding(ref, node.path, ""))
+            else:
+                near = [f"{os.path.basename(path)} ({', '.join(idx.versions_of(ref.name))})"
+                        for path, idx in scope if ref.name in idx.definitions]
+                missing.append(MissingSymbol(ref, node.path, near))
+    return bindings, missing, weak
+
+
+def default_search_dirs() -> list[str]:
+    """Where CUDA and pip-installed NVIDIA libraries usually live, though not on the search path."""
+    dirs = sorted(glob.glob("/usr/local/cuda*/lib64")) + sorted(glob.glob("/usr/local/cuda*/targets/*/lib"))
+    roots = set(site.getsitepackages() if hasattr(site, "getsitepackages") else [])
+    roots.add(sysconfig.get_paths()["purelib"])
+    for root in sorted(roots):
+        dirs += sorted(glob.glob(os.path.join(root, "nvidia", "*", "lib")))
+    return dirs
+
+
+def find_elsewhere(missing: list[MissingSymbol], dirs: list[str], skip: set[str]) -> None:
+    wanted = {m.name for m in missing}
+    if not wanted:
+        return
+    for d in dirs:
+        for path in sorted(glob.glob(os.path.join(d, "*.so*"))):
+            real = os.path.realpath(path)
+            if real in skip or os.path.isdir(real) or os.path.islink(path):
+                continue
+            skip.add(real)
+            try:
+                idx = symbol_index(path)
+                soname = _soname(path)
+            except ElfError:
+                continue
+            for m in missing:
+                if m.name in idx.definitions:
+                    ok = idx.lookup(m.name, m.ref.version) is not None
+                    m.elsewhere.append(ElsewhereProvider(path, soname, ok, idx.versions_of(m.name)))
+
+
+def _soname(path: str) -> str | None:
+    from rcompat.elf.objinfo import read_object
+
+    return read_object(path).soname
+
+
+def missing(path: "str | os.PathLike[str]", search: "list[str] | tuple[str, ...]" = (),
+            ld_library_path: "str | list[str] | None" = None, host: "list[str] | tuple[str, ...]" = (),
+            root_only: bool = False, search_defaults: bool = True) -> MissingReport:
+    """Bind every undefined symbol of `path` (and, unless root_only, of its closure)."""
+    resolver = Resolver(ld_library_path)
+    preloaded = resolver.closure(list(host))
+    resolution = resolver.resolve(path, preloaded=preloaded)
+    objects = [resolution.root_index] if root_only else None
+    bindings, lost, weak = bind_all(resolution, objects)
+    dirs = list(search) + (default_search_dirs() if search_defaults else [])
+    loaded = {os.path.realpath(n.path) for n in resolution.nodes}
+    find_elsewhere(lost, dirs, set(loaded))
+    return MissingReport(resolution, bindings, lost, weak, dirs)

@@ -1,0 +1,50 @@
+"""ELF engine fixtures: the C sources in fixtures/elf compiled once per test session."""
+from __future__ import annotations
+
+import importlib.util
+import os
+
+
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+TORCH_LIB = REPO / ".venv/lib/python3.11/site-packages/torch/lib"
+
+
+def _builder():
+    spec = importlib.util.spec_from_file_location("elf_fixture_build", REPO / "fixtures/elf/build.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="session")
+def elf_build():
+    return _builder()
+
+
+@pytest.fixture(scope="session")
+def libs(gcc, tmp_path_factory, elf_build) -> dict[str, Path]:
+    return elf_build.build_all(tmp_path_factory.mktemp("elf-fixtures"))
+
+
+@pytest.fixture(scope="session")
+def lib32(gcc, tmp_path_factory, elf_build) -> Path:
+    path = elf_build.build_m32(tmp_path_factory.mktemp("elf-m32"))
+    if path is None:
+        pytest.skip("gcc -m32 cannot build a 32-bit shared object here (no multilib gcc)")
+    return path
+
+
+@pytest.fixture(scope="session")
+def torch_lib() -> Path:
+    from rcompat.elf.targets import python_torch
+
+    fw = python_torch()
+    if fw is None or "libtorch_cpu" not in fw.libraries:
+        pytest.skip("the torch wheel is not installed in this environment")
+    return Path(fw.lib_dir)
+
+

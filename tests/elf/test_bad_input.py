@@ -1,0 +1,73 @@
+"""Bad input never escapes as anything but ElfError (library) or exit 2 with one line (CLI)."""
+from __future__ import annotations
+
+import importlib.util
+import os
+from pathlib import Path
+
+import pytest
+
+from rcompat.elf import ElfError, NotElfError, deps, missing, symbols
+from rcompat.elf.reader import ElfImage
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def bad_paths(tmp_path, libs):
+    text = tmp_path / "script.so"
+    text.write_text("#!/bin/sh\necho hi\n")
+    dangling = tmp_path / "dangling.so"
+    os.symlink(tmp_path / "gone.so", dangling)
+    truncated = tmp_path / "truncated.so"
+    truncated.write_bytes(libs["versioned"].read_bytes()[:200])
+    header_only = tmp_path / "header.so"
+    header_only.write_bytes(libs["versioned"].read_bytes()[:40])
+    return {"text": (text, "not an ELF file"), "dir": (tmp_path, "is a directory"),
+            "missing": (tmp_path / "nope.so", "no such file"), "dangling": (dangling, "dangling symbolic link"),
+            "truncated": (truncated, "beyond the end of the file"), "header": (header_only, "ELF header"),
+            "empty": (_empty(tmp_path), "too short")}
+
+
+def _empty(tmp_path):
+    p = tmp_path / "empty.so"
+    p.write_bytes(b"")
+    return p
+
+
+@pytest.mark.parametrize("kind", ["text", "dir", "missing", "dangling", "truncated", "header", "empty"])
+def test_bad_input_is_an_elf_error_with_the_path(bad_paths, kind):
+    path, words = bad_paths[kind]
+    for call in (symbols, deps, missing):
+        with pytest.raises(ElfError) as info:
+            call(path)
+        assert str(path) in str(info.value) and words in str(info.value)
+    if kind == "text":
+        with pytest.raises(NotElfError):
+            ElfImage(path)
+
+
+def test_truncation_error_names_the_offset(bad_paths):
+    path, _ = bad_paths["truncated"]
+    with pytest.raises(ElfError) as info:
+        symbols(path)
+    assert info.value.offset is not None and f"{info.value.offset:#x}" in str(info.value)
+
+
+@pytest.mark.parametrize("kind", ["text", "dir", "missing", "truncated"])
+def test_cli_says_one_line_and_exits_2(cli, bad_paths, kind):
+    path, words = bad_paths[kind]
+    for sub in ("symbols", "deps", "missing", "versions"):
+        proc = cli("elf", sub, str(path))
+        assert proc.returncode == 2, (sub, proc.stderr)
+        assert proc.stderr.count("\n") == 1 and words in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_fuzzed_fixtures_only_raise_elf_error(libs, tmp_path):
+    spec = importlib.util.spec_from_file_location("fuzz_elf", REPO / "benchmarks/fuzz_elf.py")
+    fuzz = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fuzz)
+    sources = [libs[k] for k in ("versioned", "needs_version", "rpath_runpath", "user")]
+    result = fuzz.run(sources, cases=400, seed=7, workdir=tmp_path)
+    assert result["failures"] == []
+    assert result["outcomes"]["ElfError"] > 50 and result["outcomes"]["ok"] > 50  # both paths exercised
