@@ -151,8 +151,43 @@ def check_duplicate_runtime(ctx) -> Iterable[Finding]:
                  evidence=d.to_dict(), source=d.source, confidence=d.confidence)
 
 
-for _fn, _id in ((check_deps, "ELF-DEPS"), (check_undefined, "ELF-UNDEFINED"), (check_glibcxx, "ELF-GLIBCXX"),
+def check_coload(ctx) -> Iterable[Finding]:
+    """R torch and Python torch in one R session (reticulate), in both orders."""
+    from rcompat.elf.coload import coload
+
+    fws = {fw.name: fw for fw in frameworks(ctx)}
+    r_fw, py_fw = fws.get("R torch"), fws.get("Python torch")
+    if r_fw is None or py_fw is None:
+        have = ", ".join(fws) or "neither"
+        yield _f("ELF-COLOAD", Status.SKIP, "co-loading R torch and Python torch: not both installed",
+                 message=f"Found: {have}. The prediction needs R torch's Lantern/LibTorch and Python torch's "
+                         "libraries on disk.", source=SOURCE_LD)
+        return
+    r_lib = r_fw.libraries.get("liblantern") or next(iter(r_fw.libraries.values()))
+    py_lib = py_fw.libraries.get("libtorch_python") or next(iter(py_fw.libraries.values()))
+    versions = {"R torch": r_fw.version or "", "Python torch": py_fw.version or ""}
+    pred = ctx.memo("elf.coload", lambda: coload([r_lib], [py_lib], host=r_fw.host + py_fw.host, versions=versions))
+    ctx.facts.setdefault("elf", {})["coload"] = pred.to_dict()
+    reverse_ok = pred.reverse is not None and pred.reverse.ok
+    evidence = pred.to_dict()
+    if pred.ok and reverse_ok and not pred.hazards:
+        yield _f("ELF-COLOAD", Status.OK, "R torch and Python torch can share one process in either order",
+                 evidence=evidence, source="mlverse/torch issue 815; " + SOURCE_LD)
+        return
+    status = Status.FAIL if not pred.ok or not reverse_ok else Status.WARN
+    first = pred.first_error or (pred.reverse.first_error if pred.reverse else None) or pred.hazards[0].message
+    order = ("only Python torch first, then R torch, works" if reverse_ok and not pred.ok else
+             "only R torch first, then Python torch, works" if pred.ok and not reverse_ok else
+             "neither order works" if not pred.ok else "both orders load, with hazards")
+    yield _f("ELF-COLOAD", status, f"R torch + Python torch in one process: {order}",
+             message=f"{first}" + ("; " + "; ".join(pred.matching) if pred.matching else ""),
+             remedy="Use exactly the same LibTorch on both sides (see the matching versions), or keep the "
+                    "frameworks in separate processes (callr, a Python subprocess) instead of reticulate.",
+             evidence=evidence, source="mlverse/torch issue 815; rstudio/reticulate issue 1895", confidence="high")
+
+
+for _fn, _id in ((check_coload, "ELF-COLOAD"), (check_deps, "ELF-DEPS"), (check_undefined, "ELF-UNDEFINED"), (check_glibcxx, "ELF-GLIBCXX"),
                  (check_duplicate_runtime, "ELF-DUPLICATE-RUNTIME")):
     _fn.check_id = _id  # type: ignore[attr-defined]
 
-CHECKS = [check_deps, check_undefined, check_glibcxx, check_duplicate_runtime]
+CHECKS = [check_deps, check_undefined, check_glibcxx, check_duplicate_runtime, check_coload]
