@@ -103,8 +103,10 @@ class SymbolList(Sequence[Symbol]):
                   (f"{s}@@{v}" if d and not h and not f else f"{s}@{v}")
                   for s, n, v, h, f, d in zip(shown, raw, c["version"], c["version_hidden"], c["version_file"],
                                               c["defined"])]
-        lines = [f"{format(value, hex_format) if d else blank} {letter} {label}"
-                 for value, d, letter, label in zip(c["value"], c["defined"], c["letter"], labels)]
+        addrs = list(map(f"{{:{hex_format}}}".format, c["value"]))
+        if not all(c["defined"]):
+            addrs = [a if d else blank for a, d in zip(addrs, c["defined"])]
+        lines = list(map(" ".join, zip(addrs, c["letter"], labels)))
         order = sorted(range(len(raw)), key=raw.__getitem__)
         return [lines[i] for i in order]
 
@@ -160,8 +162,9 @@ def symbol_list(image: ElfImage, defined: bool | None = None) -> SymbolList:
         "name": pick(table.names), "version": pick(table.versions), "version_hidden": pick(table.hidden),
         "version_file": pick(table.version_files), "letter": pick(letters), "value": pick(table.values),
         "size": pick(table.sizes), "type": pick(table.types), "bind": pick(table.binds),
-        "visibility": pick(table.visibilities), "section": [_section_label(n, sec_names) for n in shndx],
-        "defined": [n != SHN_UNDEF for n in shndx],
+        "visibility": pick(table.visibilities),
+        "section": list(map({n: _section_label(n, sec_names) for n in set(shndx)}.__getitem__, shndx)),
+        "defined": list(map(bool, shndx)),  # SHN_UNDEF is 0
     }
     return SymbolList(str(image.path), image.bits, cols)
 
