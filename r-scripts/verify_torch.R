@@ -4,31 +4,8 @@
 # after. An R error is reported as {"error": ..., "step": ...} and exit status 1; a segfault in
 # torch's native code kills this process, which rcompat reports with the last step printed.
 
-emit <- function(...) {
-  x <- list(...)
-  if (requireNamespace("jsonlite", quietly = TRUE)) {
-    line <- jsonlite::toJSON(x, auto_unbox = TRUE, null = "null", digits = NA)
-  } else {
-    value <- function(v) {
-      if (is.null(v) || (length(v) == 1L && is.na(v))) return("null")
-      if (is.logical(v)) return(if (v) "true" else "false")
-      if (is.numeric(v)) return(paste0("[", paste(format(v, trim = TRUE), collapse = ","), "]"))
-      s <- gsub("([\"\\\\])", "\\\\\\1", as.character(v)[1L])
-      paste0("\"", gsub("[[:cntrl:]]", " ", s), "\"")
-    }
-    line <- paste0("{", paste0("\"", names(x), "\":", vapply(x, value, ""), collapse = ","), "}")
-  }
-  cat(line, "\n", sep = "")
-  flush(stdout())
-}
-
-step <- function(name, expr) {
-  emit(step = name)
-  tryCatch(expr, error = function(e) {
-    emit(error = conditionMessage(e), step = name)
-    quit(save = "no", status = 1L)
-  })
-}
+source(file.path(dirname(normalizePath(sub("^--file=", "",
+  grep("^--file=", commandArgs(trailingOnly = FALSE), value = TRUE)[1L]))), "verify_common.R"))
 
 step("library(torch)", suppressPackageStartupMessages(library(torch)))
 emit(torch_version = as.character(utils::packageVersion("torch")))

@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import mmap
 import os
-import stat
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from rcompat.elf.errors import ElfError
 from rcompat.elf.patch_layout import Layout
-from rcompat.elf.reader import ElfImage, Section
+from rcompat.elf.reader import ElfImage, Section, check_regular_file
 
 CHUNK = 4 << 20
 MAX_DUMP = 256  # bytes of each side kept for a run's hexdump
@@ -150,7 +149,7 @@ class _Mapped:
     """A read-only mapping plus a uint8 view; an empty file maps to an empty array."""
 
     def __init__(self, path: str) -> None:
-        _check_file(path)
+        check_regular_file(path)
         self._fh = open(path, "rb")
         self.size = os.fstat(self._fh.fileno()).st_size
         self._map = mmap.mmap(self._fh.fileno(), 0, access=mmap.ACCESS_READ) if self.size else None
@@ -164,19 +163,6 @@ class _Mapped:
         if self._map is not None:
             self._map.close()
         self._fh.close()
-
-
-def _check_file(path: str) -> None:
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        raise ElfError(path, "no such file") from None
-    except PermissionError:
-        raise ElfError(path, "permission denied") from None
-    if stat.S_ISDIR(st.st_mode):
-        raise ElfError(path, "is a directory, not an ELF file")
-    if not stat.S_ISREG(st.st_mode):
-        raise ElfError(path, "is not a regular file")
 
 
 def _open_layout(path: str, role: str, warnings: list[str],

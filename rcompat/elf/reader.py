@@ -134,19 +134,7 @@ class ElfImage:
 
     # -- opening -----------------------------------------------------------------------------
     def _check_path(self) -> None:
-        p = self.path
-        if p.is_symlink() and not p.exists():
-            raise ElfError(p, f"dangling symbolic link to {os.readlink(p)}")
-        try:
-            st = p.stat()
-        except FileNotFoundError:
-            raise ElfError(p, "no such file") from None
-        except PermissionError:
-            raise ElfError(p, "permission denied") from None
-        if stat.S_ISDIR(st.st_mode):
-            raise ElfError(p, "is a directory, not an ELF file")
-        if not stat.S_ISREG(st.st_mode):
-            raise ElfError(p, "is not a regular file")
+        check_regular_file(self.path)
 
     def close(self) -> None:
         for obj in (getattr(self, "data", None), getattr(self, "_fh", None)):
@@ -354,10 +342,7 @@ class ElfImage:
         if sec is None:
             return table
         strtab = self._linked_strtab(sec)
-        if self.bits == 64:
-            fmt, ent = self.endian + "IBBHQQ", 24
-        else:
-            fmt, ent = self.endian + "IIIBBH", 16
+        ent = 24 if self.bits == 64 else 16  # sizeof(Elf64_Sym), sizeof(Elf32_Sym)
         raw = self.section_bytes(sec)
         count = len(raw) // ent
         if count <= 1:
@@ -511,6 +496,23 @@ def _cstr(table: bytes, offset: int, path: object = None) -> str:
         raise ElfError(path or "?", f"string offset {offset} outside its string table ({len(table)} bytes)")
     end = table.find(b"\0", offset)
     return table[offset:end if end >= 0 else len(table)].decode("utf-8", "replace")
+
+
+def check_regular_file(path: "str | os.PathLike[str]") -> None:
+    """Raise ElfError unless `path` is an existing regular file (names dangling links, directories)."""
+    p = Path(path)
+    if p.is_symlink() and not p.exists():
+        raise ElfError(p, f"dangling symbolic link to {os.readlink(p)}")
+    try:
+        st = p.stat()
+    except FileNotFoundError:
+        raise ElfError(p, "no such file") from None
+    except PermissionError:
+        raise ElfError(p, "permission denied") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise ElfError(p, "is a directory, not an ELF file")
+    if not stat.S_ISREG(st.st_mode):
+        raise ElfError(p, "is not a regular file")
 
 
 def open_elf(path: "str | os.PathLike[str]") -> ElfImage:

@@ -3,7 +3,6 @@ import json
 import os
 
 import junitparser
-import pytest
 
 from rcompat.model import Finding, Report, Status
 from rcompat.render import render

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 
 from rcompat.model import Status
 from rcompat.tools.scan import code_part, load_apis, scan
