@@ -10,6 +10,12 @@ A stack maps component names to version strings: "R", R package names, "python:<
 the Python reticulate binds, and "os" (linux | windows | macos), which is matched as a name. A rule
 fires only when every component it names is present and matches, so evaluating a lockfile that
 lacks torch never raises a torch rule.
+
+Derived components are looked up in other tables rather than written into rules: "libtorch(torch)"
+is the LibTorch that the stack's R torch ships (rcompat/data/rtorch_libtorch.csv). A rule with
+`differ = [A, B]` fires only when A and B are both known and differ in major.minor, so "R torch and
+Python torch must use the same LibTorch" is one rule that follows the table, not one rule per release.
+Messages may name components in braces ("{libtorch(torch)}"); they are filled from the stack.
 """
 from __future__ import annotations
 
@@ -40,12 +46,24 @@ class Rule:
     confidence: str
     fires_on: tuple[dict[str, str], ...] = ()
     quiet_on: tuple[dict[str, str], ...] = ()
+    differ: tuple[str, str] | None = None
 
     def matches(self, stack: Mapping[str, str]) -> bool:
-        return all(component_matches(name, spec, stack.get(name)) for name, spec in self.when.items())
+        if not all(component_matches(name, spec, stack.get(name)) for name, spec in self.when.items()):
+            return False
+        if self.differ is None:
+            return True
+        left, right = (stack.get(name) for name in self.differ)
+        return bool(left and right) and Version.parse(left).truncate(2) != Version.parse(right).truncate(2)
+
+    def components(self) -> tuple[str, ...]:
+        return tuple(self.when) + tuple(c for c in (self.differ or ()) if c not in self.when)
 
     def describe_when(self) -> str:
-        return ", ".join(f"{name} {spec}" for name, spec in self.when.items())
+        text = ", ".join(f"{name} {spec}" for name, spec in self.when.items())
+        if self.differ:
+            text += f", {self.differ[0]} and {self.differ[1]} differ in major.minor"
+        return text
 
 
 @dataclass(frozen=True)
@@ -56,13 +74,43 @@ class RuleHit:
     def to_finding(self, area: str = "r") -> Finding:
         rule = self.rule
         stack_text = ", ".join(f"{k} {v}" for k, v in self.matched.items())
+        fill = self._fill
         caveat = {"unverified": " This claim is unverified: no upstream report confirms it.",
                   "low": " Low confidence: a single report."}.get(rule.confidence, "")
         return Finding(
-            id=rule.id, area=area, status=rule.status, title=rule.title,
-            message=f"{rule.message} Found: {stack_text} (rule: {rule.describe_when()}).{caveat}",
-            remedy=rule.remedy, source=rule.source, confidence=rule.confidence,
+            id=rule.id, area=area, status=rule.status, title=fill(rule.title),
+            message=f"{fill(rule.message)} Found: {stack_text} (rule: {rule.describe_when()}).{caveat}",
+            remedy=fill(rule.remedy), source=rule.source, confidence=rule.confidence,
             evidence={"matched": dict(self.matched), "when": dict(rule.when)})
+
+
+    def _fill(self, text: str) -> str:
+        for name, value in self.matched.items():
+            text = text.replace("{" + name + "}", value)
+        return text
+
+
+def _libtorch_of_rtorch(version: str) -> str | None:
+    from rcompat.cuda.tables import rtorch_to_libtorch
+
+    return rtorch_to_libtorch(version)
+
+
+# Derived component -> (the component it is computed from, the table lookup).
+DERIVED_COMPONENTS = {"libtorch(torch)": ("torch", _libtorch_of_rtorch)}
+
+
+def with_derived(stack: Mapping[str, str]) -> dict[str, str]:
+    out = dict(stack)
+    for name, (base, lookup) in DERIVED_COMPONENTS.items():
+        if name not in out and out.get(base):
+            try:
+                derived = lookup(out[base])
+            except ValueError:
+                derived = None
+            if derived:
+                out[name] = derived
+    return out
 
 
 def component_matches(name: str, spec: str, value: str | None) -> bool:
@@ -113,7 +161,12 @@ def _rule_from_row(source: Any, row: Mapping[str, Any]) -> Rule:
         if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
             raise DataError(f"{where}: {key} must be a list of stacks")
         examples[key] = tuple({str(k): str(v) for k, v in stack.items()} for stack in value)
+    differ = row.get("differ")
+    if differ is not None and not (isinstance(differ, list) and len(differ) == 2
+                                   and all(isinstance(c, str) and c for c in differ)):
+        raise DataError(f"{where}: differ must be a list of two component names")
     return Rule(id=str(row["id"]), when={str(k): str(v) for k, v in when.items()}, status=status,
+                differ=tuple(differ) if differ else None,
                 title=str(row["title"]), message=str(row["message"]), remedy=str(row["remedy"]),
                 source=str(row["source"]), confidence=str(row["confidence"]), **examples)
 
@@ -121,7 +174,7 @@ def _rule_from_row(source: Any, row: Mapping[str, Any]) -> Rule:
 def evaluate(stack: Mapping[str, str], rules: Iterable[Rule] | None = None) -> list[RuleHit]:
     """The rules that fire on `stack`, in table order. Unparseable versions raise DataError."""
     rules = load_rules() if rules is None else list(rules)
-    clean = {str(k): str(v).strip() for k, v in stack.items() if v is not None and str(v).strip()}
+    clean = with_derived({str(k): str(v).strip() for k, v in stack.items() if v is not None and str(v).strip()})
     hits = []
     for rule in rules:
         try:
@@ -129,7 +182,7 @@ def evaluate(stack: Mapping[str, str], rules: Iterable[Rule] | None = None) -> l
         except ValueError as exc:
             raise DataError(f"rule {rule.id}: cannot compare {rule.describe_when()} with the stack: {exc}") from exc
         if fired:
-            hits.append(RuleHit(rule, {name: clean[name] for name in rule.when}))
+            hits.append(RuleHit(rule, {name: clean[name] for name in rule.components()}))
     return hits
 
 
