@@ -40,7 +40,8 @@ def test_captured_groups_reach_the_confirming_command():
     text = (LOGS / "two-libtorch-copies.nvshmem.log").read_text()
     finding = explain(text, SYMPTOMS).findings[0]
     lib = "/home/user/.virtualenvs/r-torch/lib/python3.12/site-packages/torch/lib/libtorch_nvshmem.so"
-    assert finding.evidence["confirm"][0] == f"rcompat elf missing {lib}"
+    assert finding.evidence["confirm"][0].startswith("rcompat elf coload ")
+    assert finding.evidence["confirm"][0].endswith(f"/liblantern.so\" -- {lib}")
     assert finding.evidence["groups"]["symbol"] == "_ZN3c1013MessageLogger6streamB5cxx11Ev"
     assert "libtorch_nvshmem.so was resolved" in finding.message
     assert finding.status is Status.FAIL and finding.source and finding.confidence == "high"
