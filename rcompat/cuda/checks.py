@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from rcompat.cuda.facts import CudaFacts, gather
+from rcompat.r.checks import shared_r_facts
 from rcompat.model import Finding, Status
 
 AREA = "cuda"
@@ -19,25 +20,11 @@ NVML_SOURCE = "NVIDIA NVML API (nvmlSystemGetCudaDriverVersion_v2; REFERENCE.md)
 
 def cuda_facts(ctx) -> CudaFacts:
     def produce() -> CudaFacts:
-        facts = gather(nvml=ctx.options.get("nvml"), timeout=ctx.timeout, r_facts=_shared_r_facts(ctx))
+        facts = gather(nvml=ctx.options.get("nvml"), timeout=ctx.timeout, r_facts=shared_r_facts(ctx))
         ctx.facts["cuda"] = facts.to_dict()
         return facts
 
     return ctx.memo("cuda.facts", produce)
-
-
-def _shared_r_facts(ctx):
-    """The R engine's facts of this run, if that engine exists; its failures are its own findings."""
-    if "r" in ctx.facts:
-        return ctx.facts["r"]
-    try:
-        from rcompat.r.checks import r_facts
-    except (ImportError, AttributeError):
-        return None
-    try:
-        return r_facts(ctx)
-    except Exception as exc:  # noqa: BLE001 - the r area reports this; CUDA goes on without R
-        return {"available": False, "reason": f"R facts unavailable: {type(exc).__name__}: {exc}"}
 
 
 def _f(id: str, status: Status, title: str, **kw) -> Finding:

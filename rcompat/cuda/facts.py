@@ -125,8 +125,6 @@ def probe(nvml: Any = None, timeout: float = 60.0, env: Mapping[str, str] | None
             import rcompat.r as r_engine
 
             r_facts = r_engine.probe(timeout=timeout)
-        except (ImportError, AttributeError):
-            r_facts = None
         except Exception as exc:  # noqa: BLE001 - R's problems are the r area's findings, not ours
             r_facts = {"available": False, "reason": f"R probe failed: {exc}"}
     return gather(nvml=nvml, timeout=timeout, env=env, r_facts=r_facts, with_torch=with_torch)

@@ -152,32 +152,12 @@ def _read_elf(lib: CudaLibrary) -> None:
 
 
 def elf_identity(path: str) -> tuple[str | None, list[str], str | None]:
-    """(SONAME, version definition names, build id), read without loading the file."""
-    try:
-        from rcompat.elf.reader import open_elf
-    except ImportError:
-        return _elf_identity_pyelftools(path)
+    """(SONAME, version definition names, build id), read by the ELF engine without loading the file."""
+    from rcompat.elf.reader import open_elf
+
     with open_elf(path) as image:
         nodes = [v.name for _, v in sorted(image.version_definitions.items())]
         return image.soname, list(dict.fromkeys(nodes)), image.build_id
-
-
-def _elf_identity_pyelftools(path: str) -> tuple[str | None, list[str], str | None]:
-    from elftools.elf.dynamic import DynamicSection
-    from elftools.elf.elffile import ELFFile
-    from elftools.elf.gnuversions import GNUVerDefSection
-
-    soname, nodes, build_id = None, [], None
-    with open(path, "rb") as fh:
-        elf = ELFFile(fh)
-        for section in elf.iter_sections():
-            if isinstance(section, DynamicSection):
-                soname = next((t.soname for t in section.iter_tags() if t.entry.d_tag == "DT_SONAME"), soname)
-            elif isinstance(section, GNUVerDefSection):
-                nodes += [next(aux).name for _, aux in section.iter_versions()]
-            elif section.name == ".note.gnu.build-id":
-                build_id = next((n["n_desc"] for n in section.iter_notes()), None)
-    return soname, list(dict.fromkeys(nodes)), build_id
 
 
 def _assign_version(lib: CudaLibrary, name_version: str | None, json_key: str) -> None:

@@ -22,9 +22,10 @@ def _f(id: str, status: Status, title: str, **kw) -> Finding:
 
 def frameworks(ctx) -> list:
     from rcompat.elf.targets import python_torch, r_torch
+    from rcompat.r.checks import shared_r_facts
 
     def produce():
-        found = [fw for fw in (python_torch(), r_torch(ctx.facts.get("r"))) if fw is not None]
+        found = [fw for fw in (python_torch(), r_torch(shared_r_facts(ctx))) if fw is not None]
         ctx.facts.setdefault("elf", {})["targets"] = [
             {"framework": fw.name, "version": fw.version, "libraries": fw.libraries, "host": fw.host}
             for fw in found]

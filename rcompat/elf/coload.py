@@ -237,10 +237,8 @@ def matching_versions(versions: "dict[str, str] | None") -> list[str]:
     """What the R torch <-> LibTorch table says about the two frameworks' versions."""
     if not versions:
         return []
-    try:
-        from rcompat.cuda.tables import libtorch_to_rtorch, rtorch_to_libtorch
-    except ImportError:
-        return []
+    from rcompat.cuda.tables import libtorch_to_rtorch, rtorch_to_libtorch
+
     out = []
     r_version, py_version = versions.get("R torch"), versions.get("Python torch")
     try:

@@ -6,7 +6,6 @@ libraries come from the R engine's facts when doctor already ran it (ctx.facts["
 """
 from __future__ import annotations
 
-import glob
 import importlib.util
 import os
 import sys
@@ -47,16 +46,13 @@ def python_torch() -> Framework | None:
 
 
 def r_torch(r_facts: dict | None) -> Framework | None:
+    """R torch's libraries where the R engine found them (its torch_runtime places: the package's
+    lib/ and deps/, TORCH_HOME, TORCH_INSTALL); None when R torch ships none."""
     dirs = []
     runtime = (r_facts or {}).get("torch_runtime") or {}
     for place in runtime.get("places", []):
         if any(n.startswith("liblantern") or n.startswith("libtorch") for n in place.get("libraries", [])):
             dirs.append(place["dir"])
-    if not dirs and not r_facts:
-        roots = [os.environ.get("TORCH_HOME", "")] + glob.glob("/usr/local/lib/R/site-library/torch") + \
-            glob.glob("/usr/lib/R/site-library/torch") + glob.glob(os.path.expanduser("~/R/*/*/torch")) + \
-            [os.path.join(p, "torch") for p in os.environ.get("R_LIBS_USER", "").split(":") if p]
-        dirs = [os.path.join(r, sub) for r in roots if r for sub in ("lib", "deps") if os.path.isdir(os.path.join(r, sub))]
     libs: dict[str, str] = {}
     for d in dirs:
         for role, name in (("liblantern", "liblantern.so"), ("libtorch", "libtorch.so"),

@@ -30,6 +30,18 @@ def r_facts(ctx) -> RFacts:
     return ctx.memo("r.facts", produce)
 
 
+def shared_r_facts(ctx) -> dict:
+    """R's facts as a dict for other areas (CUDA's view of R torch, ELF co-loading), probed once per
+    run whichever area asks first. A probe that fails is the r area's finding; other areas get
+    {"available": False, "reason": …} and go on without R."""
+    if "r" in ctx.facts:
+        return ctx.facts["r"]
+    try:
+        return r_facts(ctx).to_dict()
+    except Exception as exc:  # noqa: BLE001 - reported by the r area's own checks
+        return {"available": False, "reason": f"R facts unavailable: {type(exc).__name__}: {exc}"}
+
+
 def _f(id: str, status: Status, title: str, **kw) -> Finding:
     return Finding(id=id, area=AREA, status=status, title=title, **kw)
 

@@ -22,30 +22,15 @@ _AUDITWHEEL_HASH = re.compile(r"-[0-9a-f]{8}$")
 
 
 def build_id(path: str) -> str | None:
-    """GNU build-id of an ELF file: through the ELF engine when present, else pyelftools."""
-    try:
-        from rcompat.elf.reader import open_elf
+    """GNU build-id of a mapped file, read by the ELF engine; None when it is not a readable ELF."""
+    from rcompat.elf.errors import ElfError
+    from rcompat.elf.reader import open_elf
 
-        image = open_elf(path)
-        try:
+    try:
+        with open_elf(path) as image:
             return image.build_id
-        finally:
-            image.close()
-    except ImportError:
-        pass
-    except Exception:  # noqa: BLE001 - the engine refused the file; pyelftools gets a second look
-        pass
-    try:
-        from elftools.elf.elffile import ELFFile
-
-        with open(path, "rb") as fh:
-            section = ELFFile(fh).get_section_by_name(".note.gnu.build-id")
-            for note in section.iter_notes() if section is not None else ():
-                if note["n_type"] == "NT_GNU_BUILD_ID":
-                    return note["n_desc"]
-    except Exception:  # noqa: BLE001 - a missing or unreadable file simply has no build-id here
+    except ElfError:  # deleted since it was mapped, or not an ELF file at all
         return None
-    return None
 
 
 def gpu_role(region: Region) -> str | None:

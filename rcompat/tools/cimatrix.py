@@ -83,7 +83,7 @@ def parse_list(text: str | None, name: str, allow_cpu: bool = False) -> list[str
 def plan_matrix(dimensions: dict[str, Sequence[str]], rules_path: str | None = None,
                 cuda_tables: str | None = None, min_confidence: str = "unverified") -> Plan:
     """Evaluate every cell of the product of `dimensions` ({"r": [...], "torch": [...], "cuda": [...]})."""
-    from rcompat.tools.engines import EngineMissing, load_r_rules
+    from rcompat.tools.engines import load_r_rules
 
     if min_confidence not in CONFIDENCE_ORDER:
         raise UsageError(f"--min-confidence: choose from {', '.join(CONFIDENCE_ORDER)}")
@@ -91,25 +91,14 @@ def plan_matrix(dimensions: dict[str, Sequence[str]], rules_path: str | None = N
     if not dims:
         raise UsageError("give at least one dimension (--r, --torch, --cuda, …)")
     plan = Plan(dimensions=dims)
-    rules, r_missing = None, None
-    try:
-        rules = load_r_rules(rules_path)
-        plan.engines["r_rules"] = f"used: {rules_path or 'rcompat/data/r_rules.toml'}"
-    except EngineMissing as exc:
-        r_missing = str(exc)
-        plan.engines["r_rules"] = f"not used: {exc}"
+    rules = load_r_rules(rules_path)
+    plan.engines["r_rules"] = f"used: {rules_path or 'rcompat/data/r_rules.toml'}"
     plan.engines.setdefault("cuda_tables", "not needed: no --cuda other than cpu"
                             if not any(c != CPU for c in dims.get("cuda", [])) else "used")
     keys = list(dims)
     for values in itertools.product(*(dims[k] for k in keys)):
         cell = dict(zip(keys, values))
-        findings = []
-        if rules is not None:
-            findings += _rule_findings(cell, rules)
-        try:
-            findings += _cuda_findings(cell, cuda_tables)
-        except EngineMissing as exc:
-            plan.engines["cuda_tables"] = f"not used: {exc}"
+        findings = _rule_findings(cell, rules) + _cuda_findings(cell, cuda_tables)
         blocking = [f for f in findings if f.status is Status.FAIL and _confident(f, min_confidence)]
         if blocking:
             plan.excluded.append(Exclusion(cell, [_reason(f) for f in blocking]))
@@ -117,8 +106,6 @@ def plan_matrix(dimensions: dict[str, Sequence[str]], rules_path: str | None = N
             plan.include.append(cell)
             plan.notes.extend({"cell": cell, **_reason(f)} for f in findings
                               if f.status in (Status.WARN, Status.FAIL))
-    if r_missing and rules_path:
-        raise UsageError(f"--rules {rules_path} given, but the R rules engine is not available: {r_missing}")
     return plan
 
 

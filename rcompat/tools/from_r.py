@@ -43,10 +43,8 @@ def host_is_r() -> bool:
     """True when R embeds this Python: the R engine's process check, or RCOMPAT_HOST=R from rcompat.R."""
     if os.environ.get("RCOMPAT_HOST", "").upper() == "R":
         return True
-    try:
-        from rcompat.r import host_is_r as engine_host_is_r
-    except ImportError:
-        return False
+    from rcompat.r import host_is_r as engine_host_is_r
+
     return bool(engine_host_is_r())
 
 

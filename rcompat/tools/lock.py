@@ -113,7 +113,7 @@ def _clean_r_version(value: Any) -> str | None:
 def check_lockfile(path: "str | Path", rules_path: "str | Path | None" = None,
                    cuda: str | None = None) -> Report:
     """Findings for the pins in `path`: one summary of what was read, then every rule that fires."""
-    from rcompat.tools.engines import EngineMissing, cuda_layer_findings, load_r_rules, r_rule_findings
+    from rcompat.tools.engines import cuda_layer_findings, load_r_rules, r_rule_findings
 
     lock = read_lockfile(path)
     report = Report(command="lock check")
@@ -131,13 +131,8 @@ def check_lockfile(path: "str | Path", rules_path: "str | Path | None" = None,
             message=", ".join(f"{k} {v!r}" for k, v in sorted(lock.unparsed.items())),
             remedy="Pin an exact released version so the rules can judge it.",
             evidence={"unparsed": lock.unparsed}))
-    try:
-        rules = load_r_rules(rules_path) if rules_path else None
-        hits = r_rule_findings(lock.stack(), rules, area=AREA)
-    except EngineMissing as exc:
-        report.add(Finding(id="LOCK-RULES", area=AREA, status=Status.SKIP,
-                           title="R rules engine not available; pins not checked", message=str(exc)))
-        return report
+    rules = load_r_rules(rules_path) if rules_path else None
+    hits = r_rule_findings(lock.stack(), rules, area=AREA)
     report.add(hits)
     if not hits:
         report.add(Finding(
@@ -145,10 +140,5 @@ def check_lockfile(path: "str | Path", rules_path: "str | Path | None" = None,
             message=f"Checked R {lock.r_version or '?'} and {len(lock.packages)} package pin(s) against "
                     f"{'the rules in ' + str(rules_path) if rules_path else 'rcompat/data/r_rules.toml'}."))
     if cuda and "torch" in lock.packages:
-        try:
-            report.add(cuda_layer_findings({"rtorch": lock.packages["torch"], "cuda": cuda}))
-        except EngineMissing as exc:
-            report.add(Finding(id="LOCK-CUDA", area=AREA, status=Status.SKIP,
-                               title="CUDA tables not available; torch pin not checked against CUDA",
-                               message=str(exc)))
+        report.add(cuda_layer_findings({"rtorch": lock.packages["torch"], "cuda": cuda}))
     return report

@@ -41,19 +41,6 @@ for (i in seq_len(nrow(ip))) cat(sprintf('{"package": %s, "version": %s, "libpat
   encodeString(ip[i, "LibPath"], quote = '"'), encodeString(ifelse(is.na(ip[i, "Built"]), "", ip[i, "Built"]), quote = '"')))
 """
 
-_TORCH_FACTS = r"""
-import json, os
-try:
-    import torch
-except Exception as exc:
-    print(json.dumps({"torch": {"status": "absent" if isinstance(exc, ImportError) else "error", "error": str(exc)[:300]}}))
-else:
-    cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
-    print(json.dumps({"torch": {"status": "installed", "version": torch.__version__, "cuda": torch.version.cuda,
-                                "cudnn": cudnn, "lib_dir": os.path.join(os.path.dirname(torch.__file__), "lib")}}))
-"""
-
-
 class SnapshotError(RcompatError):
     """A snapshot file that cannot be read, or a snapshot that cannot be written."""
 
@@ -149,51 +136,32 @@ def canonical_name(name: str) -> str:
 
 
 def _frameworks_section(timeout: float) -> dict[str, Any]:
-    from rcompat.isolate import run_child
+    """torch's build as the CUDA engine's isolated probe sees it (never imported here)."""
+    from rcompat.cuda.torch_probe import probe_torch
 
-    result = run_child([sys.executable, "-c", _TORCH_FACTS], timeout=timeout)
-    record = next((r for r in result.records if "torch" in r), None)
-    if record is None:
-        return {"torch": {"status": "error", "error": f"python child {result.describe_end()}: {result.tail(3)}"}}
-    torch = record["torch"]
-    if isinstance(torch.get("cudnn"), int):
-        torch["cudnn"] = _cudnn_text(torch["cudnn"])
-    return {"torch": torch}
-
-
-def _cudnn_text(v: int) -> str:
-    """8902 -> 8.9.2; cuDNN 9 encodes 90100 -> 9.1.0."""
-    if v >= 90000:
-        return f"{v // 10000}.{(v % 10000) // 100}.{v % 100}"
-    return f"{v // 1000}.{(v % 1000) // 100}.{v % 100}"
+    facts = probe_torch(timeout=timeout)
+    status = facts.get("status")
+    if status == "not-installed":
+        return {"torch": {"status": "absent", "error": facts.get("reason", "")}}
+    if status != "ok":
+        return {"torch": {"status": "error", "error": facts.get("reason", "")}}
+    location = (facts.get("distribution") or {}).get("location")
+    return {"torch": {"status": "installed", "version": facts.get("version"), "cuda": facts.get("cuda"),
+                      "cudnn": facts.get("cudnn_version"),
+                      "lib_dir": os.path.join(location, "lib") if location else None}}
 
 
 def _gpu_section() -> dict[str, Any]:
-    try:
-        import pynvml
-    except ImportError:
-        return {"status": "absent", "reason": "pynvml (nvidia-ml-py) not installed"}
-    try:
-        pynvml.nvmlInit()
-    except pynvml.NVMLError as exc:
-        return {"status": "absent", "reason": f"NVML: {exc}"}
-    try:
-        driver = pynvml.nvmlSystemGetDriverVersion()
-        cuda = pynvml.nvmlSystemGetCudaDriverVersion_v2()
-        gpus = []
-        for i in range(pynvml.nvmlDeviceGetCount()):
-            h = pynvml.nvmlDeviceGetHandleByIndex(i)
-            major, minor = pynvml.nvmlDeviceGetCudaComputeCapability(h)
-            gpus.append({"name": _text(pynvml.nvmlDeviceGetName(h)), "uuid": _text(pynvml.nvmlDeviceGetUUID(h)),
-                         "compute_capability": f"{major}.{minor}"})
-        return {"status": "ok", "driver": _text(driver), "cuda_driver": f"{cuda // 1000}.{(cuda % 1000) // 10}",
-                "gpus": gpus}
-    finally:
-        pynvml.nvmlShutdown()
+    """Driver, CUDA driver version and GPUs through the CUDA engine's NVML seam."""
+    from rcompat.cuda.nvml import probe_nvml
 
-
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
+    nvml = probe_nvml()
+    if nvml.status != "ok":
+        return {"status": "absent" if nvml.status in ("no-driver", "no-pynvml") else "error",
+                "reason": nvml.reason or nvml.error}
+    return {"status": "ok", "driver": nvml.driver_version, "cuda_driver": nvml.cuda_driver_version,
+            "gpus": [{"name": g.name, "uuid": g.uuid, "compute_capability": g.compute_capability}
+                     for g in nvml.gpus]}
 
 
 def library_patterns() -> list[re.Pattern]:
@@ -247,25 +215,16 @@ def _libraries_section(snap: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def describe_library(path: str) -> dict[str, Any]:
-    """soname, size and GNU build-id of one shared object, read with pyelftools without loading it."""
-    from elftools.common.exceptions import ELFError
-    from elftools.elf.dynamic import DynamicSection
-    from elftools.elf.elffile import ELFFile
+    """soname, size and GNU build-id of one shared object, read by the ELF engine without loading it."""
+    from rcompat.elf.errors import ElfError
+    from rcompat.elf.reader import open_elf
 
     info: dict[str, Any] = {"size": os.path.getsize(path), "soname": None, "build_id": None}
     try:
-        with open(path, "rb") as fh:
-            elf = ELFFile(fh)
-            for section in elf.iter_sections():
-                if isinstance(section, DynamicSection):
-                    for tag in section.iter_tags("DT_SONAME"):
-                        info["soname"] = tag.soname
-                elif section.header.sh_type == "SHT_NOTE":
-                    for note in section.iter_notes():
-                        if note["n_type"] == "NT_GNU_BUILD_ID":
-                            info["build_id"] = note["n_desc"]
-    except (ELFError, OSError, ValueError) as exc:
-        info["error"] = f"{type(exc).__name__}: {exc}"
+        with open_elf(path) as image:
+            info["soname"], info["build_id"] = image.soname, image.build_id
+    except ElfError as exc:  # a linker script or a truncated file is recorded, not fatal
+        info["error"] = exc.reason
     return info
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from rcompat.cuda.libs import _elf_identity_pyelftools, clashes, elf_identity, scan, search_locations
+from rcompat.cuda.libs import clashes, elf_identity, scan, search_locations
 
 TOOLKIT = Path("/usr/local/cuda-13.0")
 needs_toolkit = pytest.mark.skipif(not (TOOLKIT / "lib64" / "libcudart.so.13").exists(),
@@ -41,9 +41,28 @@ def test_default_search_finds_the_toolkit_once_despite_its_symlinked_dirs():
 
 
 @needs_toolkit
-def test_pyelftools_fallback_agrees_with_the_elf_engine():
+def test_elf_engine_identity_agrees_with_pyelftools_object_api():
     path = str(TOOLKIT / "lib64" / "libcudart.so.13")
     assert _elf_identity_pyelftools(path) == elf_identity(path)
+
+
+def _elf_identity_pyelftools(path: str) -> tuple[str | None, list[str], str | None]:
+    from elftools.elf.dynamic import DynamicSection
+    from elftools.elf.elffile import ELFFile
+    from elftools.elf.gnuversions import GNUVerDefSection
+
+    soname, nodes, build_id = None, [], None
+    with open(path, "rb") as fh:
+        elf = ELFFile(fh)
+        for section in elf.iter_sections():
+            if isinstance(section, DynamicSection):
+                soname = next((t.soname for t in section.iter_tags() if t.entry.d_tag == "DT_SONAME"), soname)
+            elif isinstance(section, GNUVerDefSection):
+                nodes += [next(aux).name for _, aux in section.iter_versions()]
+            elif section.name == ".note.gnu.build-id":
+                build_id = next((n["n_desc"] for n in section.iter_notes()), None)
+    return soname, list(dict.fromkeys(nodes)), build_id
+
 
 
 def _shared_lib(gcc, directory: Path, file_name: str, soname: str, body: str, version_node: str | None = None):
