@@ -1,0 +1,48 @@
+"""`rcompat cuda probe` against `python -m torch.utils.collect_env`, the tool users paste into issues.
+
+Both start a fresh interpreter and report torch's build, CUDA and the driver. collect_env imports torch
+in its own process (a broken CUDA stack can take it down); rcompat imports torch only in a child with a
+timeout and adds NVML, the CUDA libraries on disk and the compatibility matrix. Prints best-of-N times,
+the ratio, and asserts that both report the same torch version and CUDA build.
+
+    .venv/bin/python benchmarks/bench_collect_env.py [--repeat 3]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+import time
+
+
+def timed(argv: list[str]) -> tuple[float, str]:
+    t = time.perf_counter()
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+    return time.perf_counter() - t, out.stdout
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description="rcompat cuda probe vs torch.utils.collect_env")
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+    theirs = [timed([sys.executable, "-m", "torch.utils.collect_env"]) for _ in range(args.repeat)]
+    ours = [timed([sys.executable, "-m", "rcompat", "cuda", "probe", "--no-r", "--format", "json"])
+            for _ in range(args.repeat)]
+    collect_s, collect_out = min(theirs)
+    rcompat_s, rcompat_out = min(ours)
+    torch = json.loads(rcompat_out)["torch"]
+    version = re.search(r"^PyTorch version: (\S+)", collect_out, re.M).group(1)
+    cuda = re.search(r"^CUDA used to build PyTorch: (.+)$", collect_out, re.M).group(1).strip()
+    if cuda in ("None", "Could not collect"):  # how collect_env writes a CPU-only build
+        cuda = None
+    same = version == torch["version"] and cuda == torch["cuda"]
+    print(f"python -m torch.utils.collect_env   {collect_s:6.2f} s")
+    print(f"rcompat cuda probe --no-r           {rcompat_s:6.2f} s   ratio {rcompat_s / collect_s:.2f}x")
+    print(f"same torch version and CUDA build: {same} (torch {version}, CUDA {cuda})")
+    return 0 if same else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
