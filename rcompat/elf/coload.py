@@ -102,7 +102,7 @@ def coload(loaded, then, ld_library_path=None, global_loaded: "bool | list[bool]
         reused += [f"{e.name} => {res.nodes[e.target].path}" for i, edges in res.edges.items() for e in edges
                    if e.reused and e.target is not None and e.target < res.preloaded]
         failures += [HardFailure("library not found", f"{m.name}: cannot open shared object file: No such file "
-                                 f"or directory (needed by {m.needed_by})", m.needed_by) for m in res.missing]
+                                 "or directory", m.needed_by) for m in res.missing]
         failures += _version_failures(res)
         scope = _scope(global_scope, res)
         failures += _symbol_failures(res, scope)

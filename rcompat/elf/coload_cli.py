@@ -1,6 +1,7 @@
 """`rcompat elf coload FIRST… -- THEN…`: argparse only; the prediction is imported when it runs."""
 from __future__ import annotations
 
+import os
 import sys
 
 
@@ -52,7 +53,9 @@ def _coload(args) -> int:
         return 0 if pred.ok else 1
     out = [f"loading {' '.join(then)} after {' '.join(first)}: " + ("works" if pred.ok else "FAILS")]
     for f in pred.failures[:20]:
-        out.append(f"  error: {f.message}" + (f"\n         ({f.demangled})" if f.demangled and f.demangled != f.symbol else ""))
+        needed_by = f" (needed by {os.path.basename(f.object)})" if f.kind == "library not found" else ""
+        out.append(f"  error: {f.message}{needed_by}"
+                   + (f"\n         ({f.demangled})" if f.demangled and f.demangled != f.symbol else ""))
     if len(pred.failures) > 20:
         out.append(f"  … {len(pred.failures) - 20} more")
     for r in pred.reused[:10]:

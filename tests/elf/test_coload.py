@@ -86,3 +86,32 @@ def test_doctor_coload_runs_on_both_frameworks(cli, torch_lib, tmp_path):
     (finding,) = [f for f in report["findings"] if f["id"] == "ELF-COLOAD"]
     assert finding["status"] == "ok", finding
     assert any(t["framework"] == "R torch" for t in report["facts"]["elf"]["targets"])
+
+
+WHEEL_214 = "/opt/pypi-more/files/torch-2.14.1-cp311-cp311-manylinux_2_28_x86_64.whl"
+
+
+def test_two_real_torch_builds_first_error_matches_the_real_loader(tmp_path):
+    """The reticulate 1895 situation with real files: this venv's torch 2.13.0 (CPU) libtorch is in the
+    process, then torch 2.14.1's libtorch_nvshmem.so (a CUDA build, from the second wheel on this disk)
+    is loaded. libc10.so and libtorch_cpu.so are reused by soname from 2.13.0; the first error must be
+    the one the real ld.so gives, and the c10 symbols 2.14.1 needs are predicted missing."""
+    import importlib.util
+    import zipfile
+
+    import pytest
+
+    spec = importlib.util.find_spec("torch")
+    if spec is None or not os.path.exists(WHEEL_214):
+        pytest.skip("needs the torch 2.13.0 install and the torch 2.14.1 wheel on this disk")
+    torch_cpu = os.path.join(list(spec.submodule_search_locations)[0], "lib", "libtorch_cpu.so")
+    with zipfile.ZipFile(WHEEL_214) as zf:
+        zf.extract("torch/lib/libtorch_nvshmem.so", tmp_path)
+    nvshmem = tmp_path / "torch" / "lib" / "libtorch_nvshmem.so"
+
+    pred = coload([torch_cpu], [nvshmem], ld_library_path="")
+    assert not pred.ok
+    assert any(r.startswith("libc10.so => ") and torch_cpu.rsplit("/", 1)[0] in r for r in pred.reused)
+    assert pred.first_error == load_for_real(torch_cpu, nvshmem)
+    c10_missing = {f.symbol for f in pred.failures if f.kind == "undefined symbol" and f.symbol.startswith("_ZN3c10")}
+    assert c10_missing, "2.14.1's c10 CUDA API is absent from 2.13.0's libraries"
