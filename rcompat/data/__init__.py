@@ -32,7 +32,7 @@ def load_toml(path: "str | Path", table: str, required: Iterable[str] = ("id", "
     path = _resolve(path)
     try:
         doc = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError) as exc:
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:  # a binary file given as a table
         raise DataError(f"{path}: cannot read table: {exc}") from exc
     rows = doc.get(table)
     if not isinstance(rows, list):
@@ -45,7 +45,7 @@ def load_csv(path: "str | Path", required: Iterable[str] = ("source",)) -> list[
     path = _resolve(path)
     try:
         lines = [ln for ln in path.read_text(encoding="utf-8").splitlines() if not ln.lstrip().startswith("#")]
-    except OSError as exc:
+    except (OSError, UnicodeDecodeError) as exc:  # a binary file given as a table
         raise DataError(f"{path}: cannot read table: {exc}") from exc
     reader = csv.DictReader(lines)
     missing = [c for c in required if c not in (reader.fieldnames or [])]

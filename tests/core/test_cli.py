@@ -129,3 +129,18 @@ def test_atomic_write_gives_normal_file_mode(tmp_path):
     finally:
         os.umask(old)
     assert stat.S_IMODE(path.stat().st_mode) == 0o644
+
+
+def test_binary_file_given_as_table_exits_2_with_one_line(cli, tmp_path):
+    # a shared library passed as --symptoms/--file/--tables used to escape as an internal UnicodeDecodeError
+    binary = tmp_path / "rules.toml"
+    binary.write_bytes(b"\x7fELF\x02\x01\x01\x00" + bytes(range(128, 256)))
+    tables = tmp_path / "tables"
+    tables.mkdir()
+    (tables / "cuda_driver.csv").write_bytes(binary.read_bytes())
+    for argv in (("explain", "--symptoms", str(binary), "x"), ("r", "rules", "--file", str(binary)),
+                 ("matrix", "validate", "--tables", str(tables))):
+        out = cli(*argv)
+        assert out.returncode == 2, (argv, out.stderr)
+        assert "cannot read table" in out.stderr and "internal error" not in out.stderr
+        assert len(out.stderr.strip().splitlines()) == 1
