@@ -19,6 +19,8 @@ def write_text_atomic(path: "str | os.PathLike[str]", text: str, encoding: str =
     directory = target.parent if str(target.parent) else Path(".")
     if not directory.is_dir():
         raise RcompatError(f"cannot write {target}: directory {directory} does not exist")
+    if target.is_dir():  # else os.replace fails late, with the temp file's name in the message
+        raise RcompatError(f"cannot write {target}: is a directory")
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
     try:
         # mkstemp creates 0600; a report or trace is meant to be shared, so give it the mode a plain

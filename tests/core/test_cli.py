@@ -144,3 +144,12 @@ def test_binary_file_given_as_table_exits_2_with_one_line(cli, tmp_path):
         assert out.returncode == 2, (argv, out.stderr)
         assert "cannot read table" in out.stderr and "internal error" not in out.stderr
         assert len(out.stderr.strip().splitlines()) == 1
+
+
+def test_output_onto_a_directory_exits_2_and_leaves_no_temp_file(cli, tmp_path):
+    target = tmp_path / "out"
+    target.mkdir()
+    out = cli("doctor", "--only", "python", "--output", str(target))
+    assert out.returncode == 2 and f"cannot write {target}: is a directory" in out.stderr
+    assert ".tmp" not in out.stderr and len(out.stderr.strip().splitlines()) == 1
+    assert [p.name for p in tmp_path.iterdir()] == ["out"] and not any(target.iterdir())
