@@ -78,7 +78,12 @@ def _emit_with_prefix(report, args: argparse.Namespace, prefix: str) -> int:
 
 
 def run_maps(args: argparse.Namespace) -> int:
+    import math
+
+    from rcompat.errors import UsageError
     from rcompat.race.mapscheck import maps_report
 
+    if not (math.isfinite(args.large_mib) and args.large_mib > 0):  # nan would reach int() as a ValueError
+        raise UsageError(f"--large-mib must be a positive number of MiB, not {args.large_mib:g}")
     report = maps_report(pid=args.pid, file=args.file, large_bytes=int(args.large_mib * 1024 * 1024))
     return emit_report(report, args)

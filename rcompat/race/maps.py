@@ -96,6 +96,9 @@ def read_maps(pid: int | None = None, file: "str | os.PathLike[str] | None" = No
     else:
         path = Path(f"/proc/{pid}/maps" if pid is not None else "/proc/self/maps")
         source = f"/proc/{pid if pid is not None else os.getpid()}/maps"
+    if file is not None and path.exists() and not path.is_file() and not path.is_dir():
+        # a FIFO without a writer would block the read forever; a device is no saved maps file
+        raise MapsError(f"cannot read {source}: is not a regular file")
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
     except FileNotFoundError:

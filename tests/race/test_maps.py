@@ -90,6 +90,21 @@ def test_malformed_and_missing_inputs_are_rcompat_errors(cli):
         assert len(out.stderr.strip().splitlines()) == 1
 
 
+def test_fifo_maps_file_is_refused_not_read_forever(cli, tmp_path):
+    fifo = tmp_path / "maps.fifo"
+    os.mkfifo(fifo)  # no writer: a plain read would block until the test's timeout
+    out = cli("maps", "--file", str(fifo), timeout=20)
+    assert out.returncode == 2 and "is not a regular file" in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("value", ["nan", "-1", "0", "inf"])
+def test_bad_large_mib_is_a_usage_error(cli, value):
+    out = cli("maps", "--file", str(CLEAN), "--large-mib", value)
+    assert out.returncode == 2 and "--large-mib must be a positive number" in out.stderr, out.stderr
+    assert "internal error" not in out.stderr and len(out.stderr.strip().splitlines()) == 1
+
+
 def test_live_self_maps_contains_this_interpreter():
     regions, source = read_maps()
     assert source == f"/proc/{os.getpid()}/maps"
