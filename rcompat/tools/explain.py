@@ -93,13 +93,15 @@ def load_symptoms(path: "str | Path | None" = None) -> list[Symptom]:
         patterns = row["patterns"] if isinstance(row["patterns"], list) else [row["patterns"]]
         try:
             compiled = tuple(re.compile(p) for p in patterns)
-        except re.error as exc:
+        except (re.error, TypeError) as exc:  # TypeError: a pattern that is not a string
             raise DataError(f"{path or SYMPTOMS_FILE}: symptom {sid!r} has a bad pattern: {exc}") from exc
         try:
             status = Status(row.get("status", "fail"))
         except ValueError as exc:
             raise DataError(f"{path or SYMPTOMS_FILE}: symptom {sid!r}: {exc}") from exc
         confirm = row["confirm"] if isinstance(row["confirm"], list) else [row["confirm"]]
+        for template in (row["cause"], row["remedy"], *confirm):
+            _check_template(template, f"{path or SYMPTOMS_FILE}: symptom {sid!r}")
         symptoms.append(Symptom(sid, row["title"], compiled, row["cause"], tuple(confirm), row["remedy"],
                                 tuple(row.get("supersedes", ())), status, row["source"], row["confidence"]))
     known = {s.id for s in symptoms}
@@ -201,6 +203,19 @@ def _excerpt(text: str, line_starts: list[int], line: int, m: re.Match) -> str:
     end = len(text) if end < 0 else end
     snippet = text[start:end].strip()
     return snippet if len(snippet) <= EXCERPT_CHARS else snippet[:EXCERPT_CHARS] + "…"
+
+
+def _check_template(template: Any, where: str) -> None:
+    """Only {name} placeholders: a stray brace or {0}/{a.b} would fail at match time, as an internal error."""
+    try:
+        fields = list(string.Formatter().parse(template)) if isinstance(template, str) else None
+    except ValueError as exc:
+        raise DataError(f"{where}: bad placeholder in {template!r}: {exc}") from None
+    if fields is None:
+        raise DataError(f"{where}: expected text, got {template!r}")
+    for _, name, _, _ in fields:
+        if name is not None and not name.isidentifier():
+            raise DataError(f"{where}: placeholder {{{name}}} in {template!r} is not a capture group name")
 
 
 def _placeholders(template: str) -> list[str]:

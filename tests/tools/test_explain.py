@@ -106,6 +106,21 @@ def test_bad_symptom_table_is_a_data_error(tmp_path):
         load_symptoms(bad)
 
 
+@pytest.mark.parametrize("field, value", [("confirm", '["rcompat doctor {bad"]'), ("cause", '"c {0}"'),
+                                          ("remedy", '"r {a.b}"'), ("patterns", "[3]")])
+def test_bad_template_or_pattern_is_a_data_error_before_matching(cli, tmp_path, field, value):
+    # these used to load, then fail inside str.format/re.compile as an internal error
+    row = {"id": '"x"', "title": '"t"', "patterns": '["x"]', "cause": '"c"', "confirm": '["c"]', "remedy": '"r"',
+           "source": '"s"', "confidence": '"high"', field: value}
+    bad = tmp_path / "s.toml"
+    bad.write_text("[[symptom]]\n" + "".join(f"{k} = {v}\n" for k, v in row.items()))
+    with pytest.raises(DataError, match="symptom 'x'"):
+        load_symptoms(bad)
+    run = cli("explain", "--symptoms", str(bad), "x")
+    assert run.returncode == 2 and "internal error" not in run.stderr, run.stderr
+    assert run.stderr.strip().count("\n") == 0
+
+
 def test_list_names_every_symptom(cli):
     run = cli("explain", "--list")
     assert run.returncode == 0
