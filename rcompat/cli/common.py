@@ -7,6 +7,20 @@ import sys
 from rcompat.model import Report
 
 REPORT_FORMATS = ("text", "json", "markdown", "junit")
+MAX_TIMEOUT_S = 3600.0
+
+
+def timeout_seconds(text: str) -> float:
+    """argparse type of every --timeout: nan, inf or <= 0 would reach the child helper (int(nan) there,
+    or a child killed at once and reported as a finding) instead of being refused as a bad option."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value <= MAX_TIMEOUT_S:  # also false for nan
+        raise argparse.ArgumentTypeError(
+            f"must be a number of seconds more than 0 and at most {MAX_TIMEOUT_S:g}, not {text!r}")
+    return value
 
 
 def add_report_options(parser: argparse.ArgumentParser, formats=REPORT_FORMATS, strict: bool = True) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from rcompat.cli.common import add_report_options, emit_report
+from rcompat.cli.common import add_report_options, emit_report, timeout_seconds
 
 
 def register(sub) -> None:
@@ -16,7 +16,7 @@ def register(sub) -> None:
     add_report_options(p)
     p.add_argument("--only", action="append", metavar="AREA",
                    help=f"run only this area (repeatable, or comma-separated): {', '.join(AREA_MODULES)}")
-    p.add_argument("--timeout", type=float, default=None, metavar="S",
+    p.add_argument("--timeout", type=timeout_seconds, default=None, metavar="S",
                    help="seconds each isolated child (R verification, CUDA init) may take (default 60)")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress lines on stderr")
     p.set_defaults(func=run)

@@ -1,7 +1,7 @@
 """`rcompat explain | lock | snapshot | scan | ci`: argument parsing only; handlers in rcompat.tools.cli."""
 from __future__ import annotations
 
-from rcompat.cli.common import add_report_options
+from rcompat.cli.common import add_report_options, timeout_seconds
 
 
 def _handler(name: str):
@@ -65,7 +65,7 @@ def _snapshot(sub) -> None:
     s.add_argument("--skip", action="append", default=[], metavar="SECTION",
                    choices=("r", "python", "frameworks", "gpu", "libraries"),
                    help="leave a section out (repeatable): r, python, frameworks, gpu, libraries")
-    s.add_argument("--timeout", type=float, default=60.0, metavar="S", help="seconds each child may take")
+    s.add_argument("--timeout", type=timeout_seconds, default=60.0, metavar="S", help="seconds each child may take")
     s.set_defaults(func=_handler("snapshot_save"))
     d = snap_sub.add_parser(
         "diff", help="list what changed between two snapshots and which changes are risky",

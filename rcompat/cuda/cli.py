@@ -8,7 +8,7 @@ import argparse
 import json
 import sys
 
-from rcompat.cli.common import add_report_options, emit_report, write_output
+from rcompat.cli.common import add_report_options, emit_report, timeout_seconds, write_output
 
 STACK_FLAGS = (("driver", "535.104.05", "NVIDIA driver version"),
                ("driver-cuda", "12.4", "highest CUDA the driver supports (nvidia-smi's 'CUDA Version')"),
@@ -29,7 +29,7 @@ def register(sub) -> None:
     probe.add_argument("--format", "-f", choices=("text", "json"), default="text")
     probe.add_argument("--output", "-o", metavar="FILE", help="write to FILE (atomically) instead of stdout")
     probe.add_argument("--no-r", action="store_true", help="do not ask the R engine about R torch")
-    probe.add_argument("--timeout", type=float, default=60.0, metavar="S",
+    probe.add_argument("--timeout", type=timeout_seconds, default=60.0, metavar="S",
                        help="seconds the torch child may take (default 60)")
     probe.set_defaults(func=run_probe)
     libs = cuda_sub.add_parser("libs", help="list CUDA libraries on disk and flag several versions of one",
@@ -77,7 +77,7 @@ def register(sub) -> None:
     device.add_argument("--no-cache", action="store_true", help="decide afresh and do not write the cache")
     device.add_argument("--cache-dir", metavar="DIR", help="keep device.json in DIR")
     device.add_argument("--format", "-f", choices=("text", "json"), default="text")
-    device.add_argument("--timeout", type=float, default=60.0, metavar="S",
+    device.add_argument("--timeout", type=timeout_seconds, default=60.0, metavar="S",
                         help="seconds the torch child may take (default 60)")
     device.set_defaults(func=run_device)
 

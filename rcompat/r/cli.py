@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from rcompat.cli.common import add_report_options, emit_report, write_output
+from rcompat.cli.common import add_report_options, emit_report, timeout_seconds, write_output
 
 VERIFY_PACKAGES = ("torch", "keras", "keras3", "tensorflow")
 
@@ -67,7 +67,7 @@ def _add_r_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--engine", choices=("auto", "rpy2", "rscript"), default="auto",
                         help="how R facts are read: rpy2 worker child, Rscript child, or auto (rpy2 "
                              "unless rcompat runs inside R)")
-    parser.add_argument("--timeout", type=float, default=60.0, metavar="S",
+    parser.add_argument("--timeout", type=timeout_seconds, default=60.0, metavar="S",
                         help="seconds each R child may run before it is killed (default 60)")
 
 
@@ -79,8 +79,6 @@ def _checked_libs(args: argparse.Namespace) -> list[str] | None:
     for lib in args.lib or []:
         if not os.path.isdir(lib):
             raise UsageError(f"--lib {lib}: not a directory")
-    if args.timeout <= 0:
-        raise UsageError("--timeout must be positive")
     return args.lib
 
 

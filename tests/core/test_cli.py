@@ -3,6 +3,7 @@ import json
 import os
 
 import junitparser
+import pytest
 
 from rcompat.model import Finding, Report, Status
 from rcompat.render import render
@@ -153,3 +154,17 @@ def test_output_onto_a_directory_exits_2_and_leaves_no_temp_file(cli, tmp_path):
     assert out.returncode == 2 and f"cannot write {target}: is a directory" in out.stderr
     assert ".tmp" not in out.stderr and len(out.stderr.strip().splitlines()) == 1
     assert [p.name for p in tmp_path.iterdir()] == ["out"] and not any(target.iterdir())
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-1", "0"])
+def test_bad_timeout_is_refused_by_every_command(cli, tmp_path, value):
+    # nan/inf reached int() in the child helper (internal error); <= 0 ran with children killed at once,
+    # and `snapshot save` then wrote a snapshot with its sections "not recorded"
+    snap = tmp_path / "s.json"
+    for argv in (("doctor", "--only", "python"), ("r", "facts"), ("r", "verify"), ("cuda", "probe", "--no-r"),
+                 ("device", "--no-cache"), ("snapshot", "save", str(snap))):
+        out = cli(*argv, "--timeout", value)
+        assert out.returncode == 2, (argv, out.stderr)
+        assert "argument --timeout: must be a number of seconds" in out.stderr, (argv, out.stderr)
+        assert "internal error" not in out.stderr and "Traceback" not in out.stderr
+    assert not snap.exists()
