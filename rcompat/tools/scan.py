@@ -78,7 +78,7 @@ def iter_source_files(paths: Iterable[str]) -> Iterator[tuple[Path, str]]:
             dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS)
             for name in sorted(files):
                 lang = LANGUAGE_OF_SUFFIX.get(Path(name).suffix.lower())
-                if lang:
+                if lang and Path(root, name).is_file():  # a FIFO named x.py would block the read forever
                     yield Path(root, name), lang
 
 

@@ -1,6 +1,8 @@
 """scan: deprecated/removed torch APIs in Python and R files, located to file:line:col."""
 from __future__ import annotations
 
+import json
+import os
 from pathlib import Path
 
 
@@ -57,3 +59,11 @@ def test_cli_lines_are_file_line_col(cli):
     assert run.stdout.strip().splitlines()[-1].startswith("scan: 3 file(s), 9 use(s)")
     missing = cli("scan", "/nonexistent/dir")
     assert missing.returncode == 2 and "no such file or directory" in missing.stderr
+
+
+def test_fifo_inside_a_scanned_directory_is_skipped_not_read_forever(cli, tmp_path):
+    (tmp_path / "ok.py").write_text("x = 1\n")
+    os.mkfifo(tmp_path / "pipe.py")  # no writer: reading it would block until the test's timeout
+    out = cli("scan", str(tmp_path), "--format", "json", timeout=20)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["facts"]["scan"]["files"] == 1
