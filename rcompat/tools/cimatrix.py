@@ -27,6 +27,9 @@ CPU = "cpu"
 R_RULE_COMPONENTS = {"r": "R", "torch": "torch", "keras": "keras", "keras3": "keras3",
                      "tensorflow": "tensorflow", "os": "os"}
 DIMENSION_ORDER = ("r", "torch", "cuda", "keras", "keras3", "tensorflow", "os")
+# GitHub Actions runs at most 256 jobs per matrix; a product far beyond that is a mistake, and
+# evaluating 10^5 cells takes minutes, so it is refused before any cell is judged.
+MAX_CELLS = 10_000
 
 
 @dataclass
@@ -90,6 +93,12 @@ def plan_matrix(dimensions: dict[str, Sequence[str]], rules_path: str | None = N
     dims = {k: list(dimensions[k]) for k in DIMENSION_ORDER if dimensions.get(k)}
     if not dims:
         raise UsageError("give at least one dimension (--r, --torch, --cuda, …)")
+    cells = 1
+    for values in dims.values():
+        cells *= len(values)
+    if cells > MAX_CELLS:
+        raise UsageError(f"the product has {cells} cells, more than {MAX_CELLS} (GitHub Actions runs at most "
+                         "256 jobs per matrix): give fewer versions")
     plan = Plan(dimensions=dims)
     rules = load_r_rules(rules_path)
     plan.engines["r_rules"] = f"used: {rules_path or 'rcompat/data/r_rules.toml'}"

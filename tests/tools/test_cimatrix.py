@@ -85,3 +85,12 @@ def test_parse_list_dedupes_and_accepts_cpu():
     assert parse_list("cpu, 12.4,CPU,12.4", "cuda", allow_cpu=True) == ["cpu", "12.4"]
     with pytest.raises(UsageError):
         parse_list(" , ", "r")
+
+
+def test_a_huge_product_is_refused_before_any_cell_is_judged(cli):
+    # 10^5 cells used to be evaluated one by one: minutes of CPU, then megabytes of JSON
+    ten = lambda major: ",".join(f"{major}.{i}" for i in range(10))  # noqa: E731
+    out = cli("ci", "matrix", "--r", ten(4), "--torch", ten(0), "--keras", ten(2), "--tensorflow", ten(3),
+              "--cuda", "cpu,11.8,12.1", "--os", "linux,windows,macos", timeout=30)
+    assert out.returncode == 2 and "cells, more than 10000" in out.stderr, out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1
