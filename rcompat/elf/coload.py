@@ -25,7 +25,7 @@ import os
 from dataclasses import dataclass, field
 
 from rcompat.elf.errors import ElfError
-from rcompat.elf.objinfo import ObjectInfo
+from rcompat.elf.objinfo import ObjectInfo, read_object
 from rcompat.elf.resolve import Resolution, Resolver
 from rcompat.elf.symindex import SymbolIndex, symbol_index
 
@@ -98,6 +98,10 @@ def coload(loaded, then, ld_library_path=None, global_loaded: "bool | list[bool]
     reused: list[str] = []
     before = list(process)
     for path in then:
+        refusal = _load_refusal(read_object(path), process[0] if process else None)
+        if refusal:  # dlopen() stops at the file itself; nothing of it is mapped
+            failures.append(HardFailure("not loadable", refusal, path))
+            continue
         res = resolver.resolve(path, preloaded=process)
         reused += [f"{e.name} => {res.nodes[e.target].path}" for i, edges in res.edges.items() for e in edges
                    if e.reused and e.target is not None and e.target < res.preloaded]
@@ -116,6 +120,19 @@ def coload(loaded, then, ld_library_path=None, global_loaded: "bool | list[bool]
         prediction.reverse = coload(then, loaded, ld_library_path, global_loaded=True, reverse=False, host=host)
     prediction.matching = matching_versions(versions)
     return prediction
+
+
+ET_EXEC, ET_DYN = 2, 3
+
+
+def _load_refusal(info: ObjectInfo, process_kind: ObjectInfo | None) -> str | None:
+    """What ld.so's open_verify says when dlopen() is given a file it will not map (glibc
+    elf/dl-load.c; the class is checked before the object type, as there)."""
+    if process_kind is not None and info.bits != process_kind.bits:
+        return f"{info.path}: wrong ELF class: ELFCLASS{info.bits}"
+    if info.e_type not in (ET_EXEC, ET_DYN):
+        return f"{info.path}: only ET_DYN and ET_EXEC can be loaded"
+    return None
 
 
 def _listify(value) -> list:

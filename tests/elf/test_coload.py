@@ -115,3 +115,18 @@ def test_two_real_torch_builds_first_error_matches_the_real_loader(tmp_path):
     assert pred.first_error == load_for_real(torch_cpu, nvshmem)
     c10_missing = {f.symbol for f in pred.failures if f.kind == "undefined symbol" and f.symbol.startswith("_ZN3c10")}
     assert c10_missing, "2.14.1's c10 CUDA API is absent from 2.13.0's libraries"
+
+
+def test_objects_ld_so_refuses_are_predicted_with_its_words(libs, gcc, tmp_path):
+    """A relocatable .o, and a 32-bit object in a 64-bit process: dlopen() refuses the file itself."""
+    src = tmp_path / "o.c"
+    src.write_text("int f(void) { return 1; }\n")
+    obj = tmp_path / "o.o"
+    subprocess.run([gcc, "-c", "-fPIC", str(src), "-o", str(obj)], check=True)
+    pred = coload([libs["core_v1"]], [obj], ld_library_path="")
+    assert not pred.ok and pred.failures[0].kind == "not loadable"
+    assert pred.first_error == load_for_real(libs["core_v1"], obj) == f"{obj}: only ET_DYN and ET_EXEC can be loaded"
+    obj32 = tmp_path / "o32.o"
+    if subprocess.run([gcc, "-m32", "-c", str(src), "-o", str(obj32)], capture_output=True).returncode == 0:
+        pred32 = coload([libs["core_v1"]], [obj32], ld_library_path="")
+        assert pred32.first_error == load_for_real(libs["core_v1"], obj32) == f"{obj32}: wrong ELF class: ELFCLASS32"
