@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from rcompat.data import DATA_DIR, load_csv
-from rcompat.errors import DataError, UsageError
+from rcompat.errors import DataError
 from rcompat.versions import Version
 
 # file name -> required columns
@@ -132,9 +132,9 @@ def _most_specific(rows: list[dict], column: str, query: str) -> list[dict]:
 def load_tables(tables_dir: "str | Path | None" = None) -> Tables:
     """Load every table; files present in `tables_dir` replace the packaged ones."""
     if tables_dir is not None:
-        tables_dir = Path(tables_dir)
-        if not tables_dir.is_dir():
-            raise UsageError(f"tables directory {tables_dir} does not exist")
+        from rcompat.inputs import require_dir
+
+        tables_dir = require_dir(tables_dir, "tables directory")
         return _load(str(tables_dir.resolve()))
     return _load_packaged()
 

@@ -17,7 +17,6 @@ import contextlib
 import itertools
 import mmap
 import os
-import stat
 import struct
 import sys
 from dataclasses import dataclass, field
@@ -499,20 +498,12 @@ def _cstr(table: bytes, offset: int, path: object = None) -> str:
 
 
 def check_regular_file(path: "str | os.PathLike[str]") -> None:
-    """Raise ElfError unless `path` is an existing regular file (names dangling links, directories)."""
-    p = Path(path)
-    if p.is_symlink() and not p.exists():
-        raise ElfError(p, f"dangling symbolic link to {os.readlink(p)}")
-    try:
-        st = p.stat()
-    except FileNotFoundError:
-        raise ElfError(p, "no such file") from None
-    except PermissionError:
-        raise ElfError(p, "permission denied") from None
-    if stat.S_ISDIR(st.st_mode):
-        raise ElfError(p, "is a directory, not an ELF file")
-    if not stat.S_ISREG(st.st_mode):
-        raise ElfError(p, "is not a regular file")
+    """Raise ElfError unless `path` is an existing regular file (names dangling links, loops, directories)."""
+    from rcompat.inputs import file_problem
+
+    problem = file_problem(path, kind="an ELF file")
+    if problem:
+        raise ElfError(path, problem)
 
 
 def open_elf(path: "str | os.PathLike[str]") -> ElfImage:

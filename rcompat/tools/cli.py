@@ -14,10 +14,10 @@ from rcompat.errors import UsageError
 
 def _given_file(path: str | None, what: str) -> str | None:
     """A user-given table must exist as given (the data loader would look for a bare name in rcompat/data)."""
-    import os
+    from rcompat.inputs import require_file
 
-    if path is not None and not os.path.isfile(path):
-        raise UsageError(f"cannot read {what} {path}: no such file")
+    if path is not None:
+        require_file(path, what)
     return path
 
 

@@ -152,9 +152,9 @@ def read_text(texts: list[str] | None, from_file: str | None, stdin=None) -> str
         if from_file == "-":
             parts.append((stdin or sys.stdin).read())
         else:
-            path = Path(from_file)
-            if not path.is_file():
-                raise UsageError(f"cannot read {from_file}: no such file")
+            from rcompat.inputs import require_file
+
+            path = require_file(from_file)
             parts.append(path.read_text(encoding="utf-8", errors="replace"))
     for t in texts or []:
         parts.append((stdin or sys.stdin).read() if t == "-" else t)

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from rcompat.errors import RcompatError
+from rcompat.inputs import require_file
 from rcompat.model import Finding, Report, Status
 from rcompat.versions import Version
 
@@ -53,9 +54,7 @@ class Lockfile:
 
 
 def read_lockfile(path: "str | Path") -> Lockfile:
-    p = Path(path)
-    if not p.is_file():
-        raise LockfileError(f"cannot read {path}: no such file")
+    p = require_file(path, error=LockfileError)
     try:
         doc = json.loads(p.read_text(encoding="utf-8"))
     except UnicodeDecodeError as exc:

@@ -79,9 +79,9 @@ def save(path: "str | Path", snap: Mapping[str, Any]) -> Path:
 
 
 def load(path: "str | Path") -> dict[str, Any]:
-    p = Path(path)
-    if not p.is_file():
-        raise SnapshotError(f"cannot read {path}: no such file")
+    from rcompat.inputs import require_file
+
+    p = require_file(path, error=SnapshotError)
     try:
         doc = json.loads(p.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
