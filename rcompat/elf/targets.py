@@ -1,8 +1,8 @@
 """Which real libraries the doctor's ELF checks look at: Python torch's and R torch's, found on disk.
 
 Python torch is located with importlib.util.find_spec (torch is never imported). R torch's
-libraries come from the R engine's facts when doctor already ran it (ctx.facts["r"]
-["torch_runtime"]["places"]), else from the usual R library directories and TORCH_HOME.
+libraries come from the R engine's facts (["torch_runtime"]["places"]: the package's lib/ and deps/,
+TORCH_HOME, TORCH_INSTALL), which the elf area gets through rcompat.r.checks.shared_r_facts.
 """
 from __future__ import annotations
 

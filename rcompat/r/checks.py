@@ -1,8 +1,8 @@
 """The r area of `rcompat doctor`: R, rpy2, the deep-learning packages, reticulate's Python, the
 breakage rules, and isolated verification of what is installed.
 
-Other engines (CUDA, race, coload) reuse the same facts through `r_facts(ctx)`: it probes once per
-doctor run (ctx.memo("r.facts")) and records the raw facts in ctx.facts["r"].
+Other areas (cuda, elf) reuse the same facts through `shared_r_facts(ctx)`: R is probed once per
+doctor run (ctx.memo("r.facts")) and the raw facts are recorded in ctx.facts["r"].
 ctx.options read here: "r_lib_paths" (list of library dirs put first), "r_engine" (auto|rpy2|rscript),
 "r_verify" (False skips the verification children).
 """

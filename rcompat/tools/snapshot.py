@@ -6,10 +6,10 @@ others still land in the file):
 - r          R's version and every installed package with its library, from an Rscript child (or
              the facts the R host passed in when rcompat runs inside R through reticulate)
 - python     this interpreter's version and every distribution (importlib.metadata; nothing imported)
-- frameworks torch's version, CUDA and cuDNN build from a Python child (importing torch may abort)
-- gpu        driver, CUDA driver version and GPUs from NVML, when a driver is there
+- frameworks torch's version, CUDA and cuDNN build from the CUDA engine's isolated torch probe
+- gpu        driver, CUDA driver version and GPUs from the CUDA engine's NVML probe, when a driver is there
 - libraries  CUDA / libtorch / lantern shared objects on disk with soname, size and GNU build-id,
-             read with pyelftools (never loaded)
+             read with rcompat.elf.reader (never loaded)
 
 The file is JSON, written atomically. Which libraries are recorded is data (snapshot_risks.toml,
 [[library]] rows), like the risks `snapshot diff` judges.
