@@ -237,6 +237,9 @@ def _torch(s: dict[str, str], t: Tables) -> Finding | None:
                             f"CUDA {s['cuda']}", fix, ev, rows)
         return _finding("TORCH", Status.OK, f"CPU-only build of torch {_public(torch)}; no CUDA layer to match",
                         "", ev)
+    if local and not tag_cuda:  # +rocm6.0, a source build's +git… tag, or a typo: no CUDA build to judge
+        return _finding("TORCH", Status.SKIP, f"torch {torch}: build tag '+{version(torch).local}' names no CUDA build "
+                        "(rcompat judges +cpu and +cuNNN builds)", "", ev)
     if not rows:
         what = f"; its build is for CUDA {tag_cuda}" if tag_cuda else ""
         return _finding("TORCH", Status.SKIP, f"torch {_public(torch)} is not in rcompat's table{what}", "", ev)

@@ -163,3 +163,12 @@ def test_rtorch_libtorch_lookups_on_the_packaged_table():
 def test_build_tags():
     assert [cuda_from_build_tag(t) for t in ("cu121", "cu118", "cu102", "cu92", "cpu", "rocm6.0")] == \
         ["12.1", "11.8", "10.2", "9.2", None, None]
+
+
+def test_a_build_tag_that_names_no_cuda_build_is_not_judged_as_fitting():
+    from rcompat.cuda.matrix import check_stack
+
+    (torch,) = [f for f in check_stack({"torch": "2.3.0+cuXYZ"}) if f.id == "CUDA-MATRIX-TORCH"]
+    assert torch.status.value == "skip" and "'+cuXYZ' names no CUDA build" in torch.message
+    (rocm,) = [f for f in check_stack({"torch": "2.3.0+rocm6.0", "cuda": "12.1"}) if f.id == "CUDA-MATRIX-TORCH"]
+    assert rocm.status.value == "skip"
