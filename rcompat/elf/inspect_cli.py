@@ -54,7 +54,7 @@ def register(elf_sub) -> None:
                            description="Report runtime libraries present from two different files among the "
                                        "dependency closures of LIB... or in a live process (--pid).")
     p.add_argument("libs", nargs="*", metavar="LIB")
-    p.add_argument("--pid", help="inspect /proc/PID/maps of a running process instead")
+    p.add_argument("--pid", type=int, help="inspect /proc/PID/maps of a running process instead")
     p.add_argument("--format", "-f", choices=("text", "json"), default="text")
     p.set_defaults(func=_runtimes)
 

@@ -196,6 +196,8 @@ def parse_stack(items: Iterable[str]) -> dict[str, str]:
         name, version = name.strip(), version.strip()
         if not sep or not name or not version:
             raise UsageError(f"expected COMPONENT=VERSION, got {item!r}")
+        if name in stack:
+            raise UsageError(f"{name} given twice ({stack[name]} and {version}); give each component once")
         if name not in NAME_COMPONENTS:
             try:
                 Version.parse(version)

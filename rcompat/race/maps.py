@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rcompat.errors import RcompatError
+from rcompat.inputs import require_file
 
 DELETED = " (deleted)"
 
@@ -96,9 +97,8 @@ def read_maps(pid: int | None = None, file: "str | os.PathLike[str] | None" = No
     else:
         path = Path(f"/proc/{pid}/maps" if pid is not None else "/proc/self/maps")
         source = f"/proc/{pid if pid is not None else os.getpid()}/maps"
-    if file is not None and path.exists() and not path.is_file() and not path.is_dir():
-        # a FIFO without a writer would block the read forever; a device is no saved maps file
-        raise MapsError(f"cannot read {source}: is not a regular file")
+    if file is not None:  # a FIFO without a writer would block the read forever
+        require_file(path, error=MapsError)
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
     except FileNotFoundError:
@@ -110,7 +110,10 @@ def read_maps(pid: int | None = None, file: "str | os.PathLike[str] | None" = No
         raise MapsError(f"cannot read {source}: is a directory") from None
     except OSError as exc:
         raise MapsError(f"cannot read {source}: {exc.strerror or exc}") from None
-    return parse_maps(text, source), source
+    regions = parse_maps(text, source)
+    if file is not None and not regions:
+        raise MapsError(f"{source}: no mappings in it (an empty file is not a saved /proc/PID/maps)")
+    return regions, source
 
 
 def read_mmap_min_addr(path: str = "/proc/sys/vm/mmap_min_addr") -> int | None:

@@ -91,6 +91,10 @@ def ci_matrix(args: argparse.Namespace) -> int:
             "cuda": parse_list(args.cuda, "cuda", allow_cpu=True), "keras": parse_list(args.keras, "keras"),
             "keras3": parse_list(args.keras3, "keras3"), "tensorflow": parse_list(args.tensorflow, "tensorflow"),
             "os": [o.lower() for o in parse_list(args.os, "os")]}
+    if args.cuda_tables is not None:  # checked even when no --cuda cell would read it: a typo shows now
+        from rcompat.inputs import require_dir
+
+        require_dir(args.cuda_tables, "--cuda-tables directory")
     plan = plan_matrix(dims, rules_path=_given_file(args.rules, "rules table"), cuda_tables=args.cuda_tables,
                        min_confidence=args.min_confidence)
     write_output(render(plan, args.format), args.output)

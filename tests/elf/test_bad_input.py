@@ -71,3 +71,8 @@ def test_fuzzed_fixtures_only_raise_elf_error(libs, tmp_path):
     result = fuzz.run(sources, cases=400, seed=7, workdir=tmp_path)
     assert result["failures"] == []
     assert result["outcomes"]["ElfError"] > 50 and result["outcomes"]["ok"] > 50  # both paths exercised
+
+
+def test_runtimes_pid_must_be_a_number(cli):
+    out = cli("elf", "runtimes", "--pid", "abc")
+    assert out.returncode == 2 and "invalid int value" in out.stderr

@@ -109,3 +109,13 @@ def test_rules_cli_exit_codes(cli):
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "not a version" in bad.stderr
     listing = cli("r", "rules", "--format", "json")
     assert listing.returncode == 0 and '"R-KERAS2-TF216"' in listing.stdout
+
+
+def test_a_component_given_twice_is_a_usage_error():
+    import pytest
+
+    from rcompat.errors import UsageError
+    from rcompat.r.rules import parse_stack
+
+    with pytest.raises(UsageError, match="given twice"):
+        parse_stack(["R=4.5", "R=4.4"])

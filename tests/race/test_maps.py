@@ -169,3 +169,10 @@ def test_doctor_race_area_is_fast(cli, r_and_torch):
     ids = {f["id"]: f["status"] for f in json.loads(out.stdout)["findings"]}
     assert ids["RACE-SERIALIZED"] == "ok" and ids["RACE-MAPS-DUPLICATE"] == "ok"
     assert elapsed < 15, f"doctor --only race took {elapsed:.1f} s"
+
+
+def test_an_empty_saved_maps_file_is_refused(cli, tmp_path):
+    empty = tmp_path / "empty.maps"
+    empty.write_text("")
+    out = cli("maps", "--file", str(empty))
+    assert out.returncode == 2 and "no mappings" in out.stderr

@@ -94,3 +94,8 @@ def test_a_huge_product_is_refused_before_any_cell_is_judged(cli):
               "--cuda", "cpu,11.8,12.1", "--os", "linux,windows,macos", timeout=30)
     assert out.returncode == 2 and "cells, more than 10000" in out.stderr, out.stderr
     assert len(out.stderr.strip().splitlines()) == 1
+
+
+def test_a_missing_cuda_tables_directory_is_refused_even_without_cuda_cells(cli):
+    out = cli("ci", "matrix", "--r", "4.4", "--cuda-tables", "/nonexistent/tables")
+    assert out.returncode == 2 and "does not exist" in out.stderr
