@@ -14,13 +14,23 @@ def _umask() -> int:
     return mask
 
 
-def write_text_atomic(path: "str | os.PathLike[str]", text: str, encoding: str = "utf-8") -> Path:
+def check_writable_target(path: "str | os.PathLike[str]") -> Path:
+    """Raise RcompatError unless a file can be written at `path`. The CLI calls this before a long run
+    (doctor, race) so a bad --output fails at once, not after the work."""
     target = Path(path)
     directory = target.parent if str(target.parent) else Path(".")
     if not directory.is_dir():
         raise RcompatError(f"cannot write {target}: directory {directory} does not exist")
     if target.is_dir():  # else os.replace fails late, with the temp file's name in the message
         raise RcompatError(f"cannot write {target}: is a directory")
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise RcompatError(f"cannot write {target}: directory {directory} is not writable")
+    return target
+
+
+def write_text_atomic(path: "str | os.PathLike[str]", text: str, encoding: str = "utf-8") -> Path:
+    target = check_writable_target(path)
+    directory = target.parent if str(target.parent) else Path(".")
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
     try:
         # mkstemp creates 0600; a report or trace is meant to be shared, so give it the mode a plain

@@ -62,6 +62,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not getattr(args, "func", None):
             parser.print_help(sys.stderr)
             return EXIT_ERROR
+        _check_output_targets(args)
         return int(args.func(args) or 0)
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else EXIT_ERROR
@@ -81,6 +82,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write(f"rcompat: internal error: {type(exc).__name__}: {_one_line(exc)} "
                          "(rerun with --debug for the traceback)\n")
         return EXIT_ERROR
+
+
+def _check_output_targets(args: argparse.Namespace) -> None:
+    """Every command writes --output/--trace atomically at the end; refuse a bad target up front."""
+    from rcompat.atomic import check_writable_target
+
+    for attr in ("output", "trace"):
+        target = getattr(args, attr, None)
+        if isinstance(target, str) and target and target != "-":
+            check_writable_target(target)
 
 
 def _one_line(exc: BaseException) -> str:

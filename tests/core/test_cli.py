@@ -168,3 +168,12 @@ def test_bad_timeout_is_refused_by_every_command(cli, tmp_path, value):
         assert "argument --timeout: must be a number of seconds" in out.stderr, (argv, out.stderr)
         assert "internal error" not in out.stderr and "Traceback" not in out.stderr
     assert not snap.exists()
+
+
+def test_bad_output_target_fails_before_any_probe_runs(cli, tmp_path):
+    import time
+
+    start = time.monotonic()
+    out = cli("doctor", "--output", str(tmp_path / "missing" / "r.json"))
+    assert out.returncode == 2 and "does not exist" in out.stderr
+    assert time.monotonic() - start < 5, "the doctor ran before the output target was checked"
