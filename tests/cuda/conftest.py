@@ -105,12 +105,15 @@ def r_and_python_processes():
                               stderr=subprocess.DEVNULL),
              subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])]
     deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:  # R's shell wrapper execs the R binary: wait for its name
+    # Until each child has exec'd, /proc/PID/comm still names the parent (pytest); R's shell wrapper
+    # execs the R binary later still. Wait for both names.
+    while time.monotonic() < deadline:
         try:
-            if Path(f"/proc/{procs[0].pid}/comm").read_text().strip() == "R":
-                break
+            names = [Path(f"/proc/{p.pid}/comm").read_text().strip() for p in procs]
         except OSError:
-            pass
+            names = []
+        if names and names[0] == "R" and names[1].startswith("python"):
+            break
         time.sleep(0.05)
     yield procs
     for p in procs:
