@@ -13,7 +13,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from rcompat.data import load_toml  # noqa: E402
+from rcompat.data import data_path, load_toml  # noqa: E402
 from rcompat.versions import matches  # noqa: E402
 
 
@@ -24,7 +24,7 @@ def r_version() -> str:
 
 
 def requirement(version: str) -> str:
-    for row in load_toml("r_rules.toml", "rpy2", required=("id", "R", "pip", "source")):
+    for row in load_toml(data_path("r_rules.toml"), "rpy2", required=("id", "R", "pip", "source")):
         if matches(version, row["R"]):
             return row["pip"]
     raise SystemExit(f"no rpy2 known to fit R {version}; add an [[rpy2]] row to rcompat/data/r_rules.toml")

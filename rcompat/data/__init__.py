@@ -24,6 +24,7 @@ CONFIDENCE = ("high", "medium", "low", "unverified")
 
 
 def data_path(name: str) -> Path:
+    """The packaged table `name`: never a file of that name in the working directory."""
     return DATA_DIR / name
 
 
@@ -74,4 +75,5 @@ def _checked(path: Path, index: int, row: Any, required: Iterable[str]) -> dict[
 
 @functools.lru_cache(maxsize=None)
 def cached_toml(name: str, table: str) -> tuple[dict[str, Any], ...]:
-    return tuple(load_toml(name, table))
+    """Rows of the packaged table `name`, loaded once per process."""
+    return tuple(load_toml(data_path(name), table))
