@@ -42,8 +42,9 @@ def write_output(text: str, output: str | None) -> None:
         sys.stdout.flush()
 
 
-def emit_report(report: Report, args: argparse.Namespace) -> int:
-    """Render `report` as asked, write it, return the exit code the findings give."""
+def emit_report(report: Report, args: argparse.Namespace, prefix: str = "") -> int:
+    """Render `report` as asked, write it (after `prefix`, e.g. a table the command prints above the
+    findings), return the exit code the findings give."""
     from rcompat.render import render
     from rcompat.render.text import use_colour
 
@@ -52,5 +53,5 @@ def emit_report(report: Report, args: argparse.Namespace) -> int:
     output = getattr(args, "output", None)
     colour = fmt == "text" and not output and use_colour(sys.stdout)
     text = render(report, fmt, colour=colour, verbose=getattr(args, "verbose", False), strict=strict)
-    write_output(text, output)
+    write_output(prefix + text, output)
     return report.exit_code(strict=strict)

@@ -177,3 +177,19 @@ def test_bad_output_target_fails_before_any_probe_runs(cli, tmp_path):
     out = cli("doctor", "--output", str(tmp_path / "missing" / "r.json"))
     assert out.returncode == 2 and "does not exist" in out.stderr
     assert time.monotonic() - start < 5, "the doctor ran before the output target was checked"
+
+
+def test_emit_report_writes_a_prefix_before_the_report(tmp_path, capsys):
+    import argparse
+
+    from rcompat.cli.common import emit_report
+
+    report = Report(findings=[Finding(id="X-1", area="x", status="warn", title="w")])
+    target = tmp_path / "r.md"
+    args = argparse.Namespace(format="markdown", output=str(target), strict=True, verbose=False)
+    assert emit_report(report, args, prefix="TABLE\n") == 1
+    assert target.read_text().startswith("TABLE\n### rcompat doctor report")
+    args.output = "-"
+    emit_report(report, args, prefix="TABLE\n")
+    assert capsys.readouterr().out.startswith("TABLE\n### rcompat")
+    assert not (tmp_path / "-").exists()
