@@ -16,7 +16,6 @@ The file is JSON, written atomically. Which libraries are recorded is data (snap
 """
 from __future__ import annotations
 
-import glob
 import json
 import os
 import platform
@@ -172,36 +171,29 @@ def library_patterns() -> list[re.Pattern]:
 
 
 def library_dirs(snap: Mapping[str, Any], env: Mapping[str, str] | None = None) -> list[str]:
-    """Where CUDA and libtorch copies live: LD_LIBRARY_PATH, CUDA toolkits, pip nvidia-* and torch
-    wheels of this Python, R torch's lib dir, and the system library dirs."""
+    """Where CUDA and libtorch copies live: every place the CUDA engine searches (rcompat.cuda.libs.
+    search_locations: LD_LIBRARY_PATH, CUDA_HOME/CUDA_PATH, conda, CUDA toolkits, pip nvidia-* wheels,
+    R torch's lib dir, the system library dirs), plus the libtorch places only a snapshot records:
+    torch's lib dir, torch/lib of every site-packages, TORCH_HOME/TORCH_INSTALL and /usr/local/lib."""
+    from rcompat.cuda.libs import search_locations, site_packages_dirs
+
     env = os.environ if env is None else env
-    dirs = [d for d in env.get("LD_LIBRARY_PATH", "").split(os.pathsep) if d]
-    dirs += sorted(glob.glob("/usr/local/cuda*/lib64")) + sorted(glob.glob("/usr/local/cuda*/targets/*/lib"))
-    for site in {p for p in sys.path if p.endswith("site-packages")}:
-        dirs += sorted(glob.glob(os.path.join(site, "nvidia", "*", "lib")))
-        dirs += [os.path.join(site, "torch", "lib")]
     torch = (snap.get("frameworks") or {}).get("torch") or {}
-    if torch.get("lib_dir"):
-        dirs.append(torch["lib_dir"])
+    extra = [torch["lib_dir"]] if torch.get("lib_dir") else []
+    extra += [os.path.join(site, "torch", "lib") for site in site_packages_dirs()]
+    extra += [os.path.join(env[var], "lib") for var in ("TORCH_HOME", "TORCH_INSTALL") if env.get(var)]
+    extra.append("/usr/local/lib")
     rtorch = ((snap.get("r") or {}).get("packages") or {}).get("torch")
-    if rtorch and rtorch.get("libpath"):
-        dirs.append(os.path.join(rtorch["libpath"], "torch", "lib"))
-    for var in ("TORCH_HOME", "TORCH_INSTALL"):
-        if env.get(var):
-            dirs.append(os.path.join(env[var], "lib"))
-    dirs += ["/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib", "/usr/local/lib"]
-    seen: dict[str, None] = {}
-    for d in dirs:
-        real = os.path.realpath(d)
-        if os.path.isdir(real):
-            seen.setdefault(real, None)
-    return list(seen)
+    rtorch_dirs = [os.path.join(rtorch["libpath"], "torch", "lib")] if rtorch and rtorch.get("libpath") else []
+    places = search_locations(env=env, rtorch_dirs=rtorch_dirs, extra_dirs=extra)
+    return [os.path.realpath(place["dir"]) for place in places]  # search_locations: one per real dir
 
 
 def _libraries_section(snap: Mapping[str, Any]) -> dict[str, Any]:
     patterns = library_patterns()
+    searched = library_dirs(snap)
     found: dict[str, Any] = {}
-    for directory in library_dirs(snap):
+    for directory in searched:
         try:
             names = sorted(os.listdir(directory))
         except OSError:
@@ -211,7 +203,7 @@ def _libraries_section(snap: Mapping[str, Any]) -> dict[str, Any]:
             if os.path.islink(path) or not any(p.match(name) for p in patterns) or not os.path.isfile(path):
                 continue  # symlinks resolve to a file recorded under its own name
             found[path] = describe_library(path)
-    return {"status": "ok", "searched": library_dirs(snap), "files": found}
+    return {"status": "ok", "searched": searched, "files": found}
 
 
 def describe_library(path: str) -> dict[str, Any]:
