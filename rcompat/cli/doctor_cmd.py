@@ -23,13 +23,12 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rcompat.doctor import resolve_areas, run_doctor
-
-    areas = resolve_areas(args.only)  # validates before any probe runs: exit 2 on a bad name
+    from rcompat.doctor import run_doctor
 
     def progress(area: str) -> None:
         if not args.quiet and sys.stderr.isatty():
             sys.stderr.write(f"rcompat: checking {area}…\n")
 
-    report = run_doctor(areas, timeout=args.timeout, progress=progress)
+    # run_doctor resolves the names before any probe runs: a bad one is a UsageError, exit 2
+    report = run_doctor(args.only, timeout=args.timeout, progress=progress)
     return emit_report(report, args)
