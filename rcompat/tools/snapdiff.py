@@ -61,8 +61,8 @@ def flatten(snap: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Change]:
-    a, b = flatten(_stack_of(old)), flatten(_stack_of(new))
+def changes(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[Change]:
+    """The changes between two flattened stacks (`stack_keys` of each snapshot)."""
     out = []
     for key in sorted(set(a) | set(b)):
         if any(fnmatch.fnmatchcase(key, pat) for pat in IGNORED):
@@ -70,6 +70,11 @@ def changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Change]:
         if a.get(key) != b.get(key):
             out.append(Change(key, a.get(key), b.get(key)))
     return out
+
+
+def stack_keys(snap: Mapping[str, Any]) -> dict[str, Any]:
+    """A snapshot flattened to "/"-separated keys, host and library bookkeeping lifted out."""
+    return flatten(_stack_of(snap))
 
 
 def _stack_of(snap: Mapping[str, Any]) -> dict[str, Any]:
@@ -124,8 +129,8 @@ def risk_applies(risk: Mapping[str, Any], change: Change, old_flat: Mapping[str,
 def diff(old: Mapping[str, Any], new: Mapping[str, Any], risks: Iterable[Mapping[str, Any]] | None = None,
          old_name: str = "OLD", new_name: str = "NEW") -> Report:
     risks = list(risks) if risks is not None else load_risks()
-    found = changes(old, new)
-    old_flat, new_flat = flatten(_stack_of(old)), flatten(_stack_of(new))
+    old_flat, new_flat = stack_keys(old), stack_keys(new)
+    found = changes(old_flat, new_flat)
     report = Report(command="snapshot diff")
     risky = 0
     for change in found:
@@ -133,10 +138,11 @@ def diff(old: Mapping[str, Any], new: Mapping[str, Any], risks: Iterable[Mapping
             if risk_applies(risk, change, old_flat, new_flat):
                 risky += 1
                 report.add(_risk_finding(risk, change))
+    lines = change_lines(found)
     report.add(Finding(
         id="SNAP-CHANGES", area=AREA, status=Status.OK,
-        title=f"{len(change_lines(found))} change(s) between {old_name} and {new_name}, {risky} flagged by the risk table",
-        message="\n".join(change_lines(found)[:50]),
+        title=f"{len(lines)} change(s) between {old_name} and {new_name}, {risky} flagged by the risk table",
+        message="\n".join(lines[:50]),
         evidence={"counts": _counts(found)}))
     report.facts[AREA] = {"old": {"file": old_name, "created_at": old.get("created_at")},
                           "new": {"file": new_name, "created_at": new.get("created_at")},
