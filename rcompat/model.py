@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import enum
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Iterable, Mapping
 
 SCHEMA_VERSION = 1
@@ -63,9 +63,11 @@ class Finding:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "Finding":
-        known = {k: data[k] for k in ("id", "area", "status", "title", "message", "remedy",
-                                      "evidence", "source", "confidence") if k in data}
-        return cls(**known)
+        return cls(**{k: data[k] for k in FINDING_FIELDS if k in data})
+
+
+# The columns of a finding, in order: JSON keys, from_dict's accepted keys, to_frame's columns.
+FINDING_FIELDS = tuple(f.name for f in fields(Finding))
 
 
 def _jsonable(value: Any) -> Any:
@@ -157,9 +159,7 @@ class Report:
         """One row per finding; evidence stays a dict column. pandas is imported only here."""
         import pandas as pd
 
-        columns = ["id", "area", "status", "title", "message", "remedy", "evidence", "source",
-                   "confidence"]
-        return pd.DataFrame([f.to_dict() for f in self.findings], columns=columns)
+        return pd.DataFrame([f.to_dict() for f in self.findings], columns=list(FINDING_FIELDS))
 
     def render(self, fmt: str = "text", **options: Any) -> str:
         from rcompat.render import render

@@ -51,3 +51,11 @@ def test_to_frame_has_one_row_per_finding():
     frame = _report(Status.OK, Status.WARN, Status.SKIP).to_frame()
     assert list(frame["status"]) == ["ok", "warn", "skip"]
     assert {"id", "area", "status", "title", "message", "remedy", "evidence", "source"} <= set(frame.columns)
+
+
+def test_json_keys_and_frame_columns_are_the_finding_fields():
+    from rcompat.model import FINDING_FIELDS
+
+    report = _report(Status.OK)
+    assert tuple(report.findings[0].to_dict()) == FINDING_FIELDS
+    assert tuple(report.to_frame().columns) == FINDING_FIELDS
