@@ -287,24 +287,12 @@ class ElfImage:
             return {}
         data, strtab = self.section_bytes(sec), self._linked_strtab(sec)
         out: dict[int, VersionDef] = {}
-        off, seen = 0, 0
-        while seen < max(sec.info, 1) and off + 20 <= len(data):
-            _ver, flags, ndx, cnt, _hash, aux, nxt = struct.unpack_from(self.endian + "HHHHIII", data, off)
-            names, aoff = [], off + aux
-            for _ in range(cnt):
-                if aoff + 8 > len(data):
-                    raise ElfError(self.path, "corrupt version definition", sec.offset + aoff)
-                vda_name, vda_next = struct.unpack_from(self.endian + "II", data, aoff)
-                names.append(_cstr(strtab, vda_name, self.path))
-                if not vda_next:
-                    break
-                aoff += vda_next
+        for off, (_ver, flags, ndx, cnt, _hash, aux, _next) in self._chain(data, sec, 0, max(sec.info, 1),
+                                                                          "HHHHIII", 6):
+            names = [_cstr(strtab, vda_name, self.path) for _, (vda_name, _vda_next) in
+                     self._chain(data, sec, off + aux, cnt, "II", 1, "corrupt version definition")]
             if names:
                 out[ndx] = VersionDef(ndx, names[0], flags, tuple(names[1:]))
-            seen += 1
-            if not nxt:
-                break
-            off += nxt
         return out
 
     @cached_property
@@ -314,24 +302,29 @@ class ElfImage:
             return {}
         data, strtab = self.section_bytes(sec), self._linked_strtab(sec)
         out: dict[int, VersionNeed] = {}
-        off, seen = 0, 0
-        while seen < max(sec.info, 1) and off + 16 <= len(data):
-            _ver, cnt, vn_file, aux, nxt = struct.unpack_from(self.endian + "HHIII", data, off)
+        for off, (_ver, cnt, vn_file, aux, _next) in self._chain(data, sec, 0, max(sec.info, 1), "HHIII", 4):
             file = _cstr(strtab, vn_file, self.path)
-            aoff = off + aux
-            for _ in range(cnt):
-                if aoff + 16 > len(data):
-                    raise ElfError(self.path, "corrupt version requirement", sec.offset + aoff)
-                _h, flags, other, name, anext = struct.unpack_from(self.endian + "IHHII", data, aoff)
+            for _, (_h, flags, other, name, _anext) in self._chain(data, sec, off + aux, cnt, "IHHII", 4,
+                                                                   "corrupt version requirement"):
                 out[other] = VersionNeed(other, file, _cstr(strtab, name, self.path), flags)
-                if not anext:
-                    break
-                aoff += anext
-            seen += 1
-            if not nxt:
-                break
-            off += nxt
         return out
+
+    def _chain(self, data: bytes, sec: Section, off: int, count: int, fmt: str, next_field: int,
+               corrupt: str = "") -> Iterator[tuple[int, tuple]]:
+        """(offset, fields) of up to `count` entries of a verdef/verneed-style list, each `fields[next_field]`
+        bytes after the previous one (0 ends it). An entry beyond the data ends the list quietly, or raises
+        ElfError(`corrupt`) when that is given."""
+        size = struct.calcsize(self.endian + fmt)
+        for _ in range(count):
+            if off + size > len(data):
+                if corrupt:
+                    raise ElfError(self.path, corrupt, sec.offset + off)
+                return
+            fields = struct.unpack_from(self.endian + fmt, data, off)
+            yield off, fields
+            if not fields[next_field]:
+                return
+            off += fields[next_field]
 
     # -- dynamic symbols ---------------------------------------------------------------------
     @cached_property
