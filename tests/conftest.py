@@ -12,8 +12,9 @@ REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "fixtures"
 
 
-def run_cli(*args: str, timeout: float = 300, env: dict | None = None) -> subprocess.CompletedProcess:
-    """Run the real `rcompat` CLI in a fresh interpreter, as a user would."""
+def run_cli(*args: str, timeout: float = 300, env: dict | None = None,
+            input: str | None = None) -> subprocess.CompletedProcess:
+    """Run the real `rcompat` CLI in a fresh interpreter, as a user would (`input`: text piped to stdin)."""
     import os
 
     full_env = dict(os.environ)
@@ -21,7 +22,7 @@ def run_cli(*args: str, timeout: float = 300, env: dict | None = None) -> subpro
     if env:
         full_env.update(env)
     return subprocess.run([sys.executable, "-m", "rcompat", *args], capture_output=True, text=True,
-                          timeout=timeout, env=full_env, cwd=str(REPO))
+                          timeout=timeout, env=full_env, cwd=str(REPO), input=input)
 
 
 @pytest.fixture

@@ -193,3 +193,8 @@ def test_emit_report_writes_a_prefix_before_the_report(tmp_path, capsys):
     emit_report(report, args, prefix="TABLE\n")
     assert capsys.readouterr().out.startswith("TABLE\n### rcompat")
     assert not (tmp_path / "-").exists()
+
+
+def test_cli_fixture_pipes_input(cli):
+    out = cli("explain", "-", input="Lantern is not loaded.")
+    assert out.returncode == 1 and "EXPLAIN-LANTERN-NOT-LOADED" in out.stdout
