@@ -26,10 +26,13 @@ MINOR_COMPAT = ("minor-version compatibility: it runs, but without features that
                 "(e.g. JIT compilation of newer PTX)")
 
 
-def check_stack(stack: Mapping[str, Any], tables_dir: "str | Path | None" = None) -> list[Finding]:
-    """Findings for each layer `stack` names, then the CUDA-MATRIX summary (always last)."""
+def check_stack(stack: Mapping[str, Any], tables_dir: "str | Path | Tables | None" = None) -> list[Finding]:
+    """Findings for each layer `stack` names, then the CUDA-MATRIX summary (always last).
+
+    `tables_dir`: a directory overriding the packaged tables, or tables already loaded (a caller that
+    judges many stacks, like the CI planner, loads them once)."""
     s = normalise_stack(stack)
-    t = load_tables(tables_dir)
+    t = tables_dir if isinstance(tables_dir, Tables) else load_tables(tables_dir)
     layers = [f for f in (_driver(s, t), _cudnn(s, t), _cublas(s, t), _torch(s, t), _rtorch(s, t),
                           _tensorflow(s, t)) if f is not None]
     return layers + [_summary(layers, s)]

@@ -104,10 +104,15 @@ def plan_matrix(dimensions: dict[str, Sequence[str]], rules_path: str | None = N
     plan.engines["r_rules"] = f"used: {rules_path or 'rcompat/data/r_rules.toml'}"
     plan.engines.setdefault("cuda_tables", "not needed: no --cuda other than cpu"
                             if not any(c != CPU for c in dims.get("cuda", [])) else "used")
+    tables = None
+    if "torch" in dims and any(c != CPU for c in dims.get("cuda", [])):  # some cell is judged by them
+        from rcompat.cuda.tables import load_tables
+
+        tables = load_tables(cuda_tables)  # once, not once per cell
     keys = list(dims)
     for values in itertools.product(*(dims[k] for k in keys)):
         cell = dict(zip(keys, values))
-        findings = _rule_findings(cell, rules) + _cuda_findings(cell, cuda_tables)
+        findings = _rule_findings(cell, rules) + _cuda_findings(cell, tables)
         blocking = [f for f in findings if f.status is Status.FAIL and _confident(f, min_confidence)]
         if blocking:
             plan.excluded.append(Exclusion(cell, [_reason(f) for f in blocking]))
@@ -125,13 +130,13 @@ def _rule_findings(cell: dict[str, str], rules: Any) -> list[Finding]:
     return r_rule_findings(stack, rules, area="ci")
 
 
-def _cuda_findings(cell: dict[str, str], tables_dir: str | None) -> list[Finding]:
+def _cuda_findings(cell: dict[str, str], tables: Any) -> list[Finding]:
     from rcompat.tools.engines import cuda_layer_findings
 
     cuda = cell.get("cuda")
     if not cuda or cuda == CPU or "torch" not in cell:
         return []
-    return cuda_layer_findings({"rtorch": cell["torch"], "cuda": cuda}, tables_dir)
+    return cuda_layer_findings({"rtorch": cell["torch"], "cuda": cuda}, tables)
 
 
 def _confident(finding: Finding, minimum: str) -> bool:

@@ -25,9 +25,10 @@ def r_rule_findings(stack: dict[str, str], rules: Any = None, area: str = "r") -
     return [hit.to_finding(area=area) for hit in evaluate(stack, rules)]
 
 
-def cuda_layer_findings(stack: dict[str, str], tables_dir: "str | Path | None" = None) -> list[Finding]:
+def cuda_layer_findings(stack: dict[str, str], tables_dir: Any = None) -> list[Finding]:
     """The per-layer findings of a planned stack, without the summary (it repeats the first failing
-    layer) and without the driver layer's `skip` when no driver was given (a plan has none)."""
+    layer) and without the driver layer's `skip` when no driver was given (a plan has none).
+    `tables_dir` as check_stack takes it: a directory, loaded Tables, or None for the packaged ones."""
     from rcompat.cuda.matrix import check_stack
 
     return [f for f in check_stack(stack, tables_dir=tables_dir)
