@@ -93,6 +93,7 @@ class SymbolTable:
     versions: list[str] = field(default_factory=list)  # "" when unversioned
     hidden: list[bool] = field(default_factory=list)  # version is not the default one (name@VER vs @@VER)
     version_files: list[str] = field(default_factory=list)  # for undefined: the library verneed names
+    version_indexes: list[int] = field(default_factory=list)  # .gnu.version entry, hidden bit cleared; 0 without one
 
     def __len__(self) -> int:
         return len(self.names)
@@ -374,9 +375,11 @@ class ElfImage:
             table.versions = list(map({v: labels[v & 0x7FFF][0] for v in distinct}.__getitem__, versym))
             table.version_files = list(map({v: labels[v & 0x7FFF][1] for v in distinct}.__getitem__, versym))
             table.hidden = list(map({v: bool(v & VERSYM_HIDDEN) for v in distinct}.__getitem__, versym))
+            table.version_indexes = list(map({v: v & 0x7FFF for v in distinct}.__getitem__, versym))
         else:
             n = count - 1
             table.versions, table.version_files, table.hidden = [""] * n, [""] * n, [False] * n
+            table.version_indexes = [0] * n
         return table
 
     def _version_labels(self, versym: list[int]) -> dict[int, tuple[str, str]]:

@@ -45,7 +45,6 @@ class SymbolIndex:
     path: str
     definitions: dict[str, list[Definition]]
     references: list[Reference]  # undefined symbols of this file, in .dynsym order
-    has_versions: bool
 
     def lookup(self, name: str, version: str = "") -> Definition | None:
         for d in self.definitions.get(name, ()):
@@ -76,7 +75,6 @@ def symbol_index(path: "str | os.PathLike[str]") -> SymbolIndex:
 def _cached(path: str, _ino: int, _mtime: int, _size: int) -> SymbolIndex:
     with ElfImage(path) as img:
         t = img.dynamic_symbols
-        versym = img._versym(len(t) + 1)[1:] if len(t) else []
     defs: dict[str, list[Definition]] = {}
     refs: list[Reference] = []
     for i, (name, ndx, bind, typ, vis) in enumerate(zip(t.names, t.shndx, t.binds, t.types, t.visibilities)):
@@ -85,7 +83,6 @@ def _cached(path: str, _ino: int, _mtime: int, _size: int) -> SymbolIndex:
         if ndx == SHN_UNDEF:
             refs.append(Reference(name, t.versions[i], t.version_files[i], bind == "WEAK", typ, i + 1))
         elif bind in EXPORTED_BINDS and vis in ("DEFAULT", "PROTECTED"):
-            vidx = (versym[i] & 0x7FFF) if versym else 0
-            defs.setdefault(name, []).append(Definition(name, t.versions[i], t.hidden[i], vidx, t.sizes[i], typ,
-                                                        bind, vis))
-    return SymbolIndex(path, defs, refs, bool(versym))
+            defs.setdefault(name, []).append(Definition(name, t.versions[i], t.hidden[i], t.version_indexes[i],
+                                                        t.sizes[i], typ, bind, vis))
+    return SymbolIndex(path, defs, refs)
