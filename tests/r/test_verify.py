@@ -86,3 +86,14 @@ def test_cuda_branch_round_trip_is_checked(rlibs):
                 env={"RCOMPAT_FIXTURE_CUDA": "corrupt"})
     finding = verify("torch", bad, timeout=60)
     assert finding.status.value == "fail" and "came back changed" in finding.title
+
+
+def test_verify_json_needs_no_jsonlite_and_keeps_scalars_scalar(rlibs, tmp_path):
+    # Without jsonlite on the library path (an R_LIBS_SITE that hides site-library), the scripts'
+    # JSON still unboxes one-element values: gpu_count is 0, not [0].
+    facts = probe(timeout=60, lib_paths=[str(rlibs["ok"])], engine="rscript", discover_python=False,
+                  env={"R_LIBS_SITE": str(tmp_path)})
+    tf = verify("tensorflow", facts, timeout=60)
+    assert tf.status.value == "ok", tf.message
+    assert tf.evidence["results"]["gpu_count"] == 0 and tf.evidence["results"]["matmul_sum"] == 54
+    assert "0 GPU(s) seen by TensorFlow" in tf.title
