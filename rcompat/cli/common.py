@@ -5,8 +5,7 @@ import argparse
 import sys
 
 from rcompat.model import Report
-
-REPORT_FORMATS = ("text", "json", "markdown", "junit")
+from rcompat.render import FORMATS
 MAX_TIMEOUT_S = 3600.0
 
 
@@ -23,7 +22,7 @@ def timeout_seconds(text: str) -> float:
     return value
 
 
-def add_report_options(parser: argparse.ArgumentParser, formats=REPORT_FORMATS, strict: bool = True) -> None:
+def add_report_options(parser: argparse.ArgumentParser, formats=FORMATS, strict: bool = True) -> None:
     parser.add_argument("--format", "-f", choices=formats, default="text", help="output format (default: text)")
     parser.add_argument("--output", "-o", metavar="FILE",
                         help="write the report to FILE (atomically: a temp file, then rename) instead of stdout")
