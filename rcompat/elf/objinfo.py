@@ -45,15 +45,20 @@ class ObjectInfo:
         return self.bits == other.bits and self.e_machine == other.e_machine
 
 
+def file_key(path: str) -> tuple[str, int, int, int]:
+    """(realpath, inode, mtime_ns, size): the cache key of what is read from a file, so a file
+    replaced on disk is read again; (path, 0, 0, 0) when it cannot be stat()ed (the read reports why)."""
+    try:
+        st = os.stat(path)
+        return os.path.realpath(path), st.st_ino, st.st_mtime_ns, st.st_size
+    except OSError:
+        return path, 0, 0, 0
+
+
 def read_object(path: "str | os.PathLike[str]") -> ObjectInfo:
     """Facts of one file (raises ElfError for anything that is not a readable ELF object)."""
     path = os.fspath(path)
-    try:
-        st = os.stat(path)
-        key = (os.path.realpath(path), st.st_ino, st.st_mtime_ns, st.st_size)
-    except OSError:
-        key = (path, 0, 0, 0)
-    info = _read_cached(key)
+    info = _read_cached(file_key(path))
     if info.path != path:  # same file reached under another name: keep the name it was found under
         info = ObjectInfo(path, *[getattr(info, f) for f in _FIELDS[1:]])
     return info

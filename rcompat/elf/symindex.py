@@ -12,6 +12,7 @@ import os
 from dataclasses import dataclass
 from functools import lru_cache
 
+from rcompat.elf.objinfo import file_key
 from rcompat.elf.reader import SHN_UNDEF, ElfImage
 
 EXPORTED_BINDS = {"GLOBAL", "WEAK", "GNU_UNIQUE"}
@@ -63,12 +64,7 @@ def version_matches(d: Definition, version: str) -> bool:
 
 
 def symbol_index(path: "str | os.PathLike[str]") -> SymbolIndex:
-    p = os.fspath(path)
-    try:
-        st = os.stat(p)
-        return _cached(os.path.realpath(p), st.st_ino, st.st_mtime_ns, st.st_size)
-    except OSError:
-        return _cached(p, 0, 0, 0)
+    return _cached(*file_key(os.fspath(path)))
 
 
 @lru_cache(maxsize=512)
