@@ -33,7 +33,8 @@ def check_stack(stack: Mapping[str, Any], tables_dir: "str | Path | Tables | Non
     judges many stacks, like the CI planner, loads them once)."""
     s = normalise_stack(stack)
     t = tables_dir if isinstance(tables_dir, Tables) else load_tables(tables_dir)
-    layers = [f for f in (_driver(s, t), _cudnn(s, t), _cublas(s, t), _torch(s, t), _rtorch(s, t),
+    layers = [f for f in (_driver(s, t), _runtime_library("CUDNN", cudnn_verdict, s, t),
+                          _runtime_library("CUBLAS", cublas_verdict, s, t), _torch(s, t), _rtorch(s, t),
                           _tensorflow(s, t)) if f is not None]
     return layers + [_summary(layers, s)]
 
@@ -94,9 +95,7 @@ def _weakest(confidences: list[str]) -> str:
 
 def _cudas_in_play(s: dict[str, str], t: Tables) -> list[str]:
     """Every CUDA version the driver must serve: the runtime, the torch build's, TensorFlow's."""
-    cudas = [s.get("cuda")]
-    torch_local = version(s["torch"]).local if "torch" in s else ""
-    cudas.append(cuda_from_build_tag(torch_local) if torch_local else None)
+    cudas = [s.get("cuda"), _torch_tag_cuda(s)]
     if "tensorflow" in s:
         cudas += [r["cuda"] for r in t.tensorflow_rows(s["tensorflow"])[:1]]
     seen: dict[str, None] = {}
@@ -187,14 +186,6 @@ def cudnn_verdict(cudnn: str, cuda: str, t: Tables) -> tuple[Status, str, str, l
             upgrade or f"install a cuDNN built for CUDA {c.major}.x", rows + newer[:1])
 
 
-def _cudnn(s: dict[str, str], t: Tables) -> Finding | None:
-    cuda = s.get("cuda") or _torch_tag_cuda(s)
-    if "cudnn" not in s or not cuda:
-        return None
-    status, message, remedy, rows = cudnn_verdict(s["cudnn"], cuda, t)
-    return _finding("CUDNN", status, message, remedy, {"cudnn": s["cudnn"], "cuda": cuda}, rows)
-
-
 def cublas_verdict(cublas: str, cuda: str, t: Tables) -> tuple[Status, str, str, list[dict]]:
     row = t.cublas_row(cuda)
     if row is None:
@@ -207,12 +198,15 @@ def cublas_verdict(cublas: str, cuda: str, t: Tables) -> tuple[Status, str, str,
             f"install the cuBLAS of CUDA {cuda} ({row['cublas']}.x)", [row])
 
 
-def _cublas(s: dict[str, str], t: Tables) -> Finding | None:
+def _runtime_library(layer: str, verdict, s: dict[str, str], t: Tables) -> Finding | None:
+    """The cuDNN or cuBLAS layer: the stack's library (key `layer.lower()`) against its CUDA runtime
+    (the given one, else the torch build's)."""
+    key = layer.lower()
     cuda = s.get("cuda") or _torch_tag_cuda(s)
-    if "cublas" not in s or not cuda:
+    if key not in s or not cuda:
         return None
-    status, message, remedy, rows = cublas_verdict(s["cublas"], cuda, t)
-    return _finding("CUBLAS", status, message, remedy, {"cublas": s["cublas"], "cuda": cuda}, rows)
+    status, message, remedy, rows = verdict(s[key], cuda, t)
+    return _finding(layer, status, message, remedy, {key: s[key], "cuda": cuda}, rows)
 
 
 # -- layer 3: framework builds ---------------------------------------------------------------------
@@ -229,7 +223,8 @@ def _torch(s: dict[str, str], t: Tables) -> Finding | None:
     if "torch" not in s:
         return None
     torch, local = s["torch"], version(s["torch"]).local.lower()
-    tag_cuda, wanted = _torch_tag_cuda(s), _torch_tag_cuda(s) or s.get("cuda")
+    tag_cuda = _torch_tag_cuda(s)
+    wanted = tag_cuda or s.get("cuda")
     rows = t.torch_rows(torch)
     ev = {"torch": torch, "cuda": s.get("cuda"), "build": local or None,
           "builds": [build_tag(r["cuda"]) for r in rows]}
