@@ -50,13 +50,9 @@ class Context:
         return value
 
 
-def available_areas() -> list[str]:
-    return list(AREA_MODULES)
-
-
 def resolve_areas(areas: Iterable[str] | None) -> list[str]:
     if not areas:
-        return available_areas()
+        return list(AREA_MODULES)
     chosen = []
     for a in areas:
         for name in str(a).split(","):

@@ -114,8 +114,6 @@ class Specifier:
         v = Version.parse(version)
         return all(_match(op, target, v) for op, target in self.clauses())
 
-    __contains__ = contains
-
     def __str__(self) -> str:
         return self.text
 
