@@ -141,8 +141,8 @@ class RaceResult:
         findings.extend(self._structural_findings())
         return findings
 
-    def _evidence(self, mode: str) -> dict[str, Any]:
-        return {"mode": mode, **self.summary(mode), "config": self.config}
+    def _evidence(self, mode: str, summary: dict[str, Any]) -> dict[str, Any]:
+        return {"mode": mode, **summary, "config": self.config}
 
     def _unsafe_finding(self) -> Finding:
         s = self.summary("unsafe")
@@ -154,13 +154,13 @@ class RaceResult:
                       f"{s['failed']}/{s['trials']} trials ({_kinds_text(s['failures_by_kind'])})",
                 message=f"First failure: trial {first['trial']} at {first['t_ms']} ms, {first['kind']} on "
                         f"{first['thread']}: {first['detail']}. Reproduce: {first['reproduce']}",
-                remedy=SAFE_PATTERN, evidence=self._evidence("unsafe"), source=_sources(s["failures_by_kind"]),
+                remedy=SAFE_PATTERN, evidence=self._evidence("unsafe", s), source=_sources(s["failures_by_kind"]),
                 confidence="high")
         return Finding(id="RACE-UNSAFE", area=AREA, status=Status.OK,
                        title=f"unsafe pattern not reproduced in {s['trials']} trials",
                        message="No failure seen; R is still not thread-safe, so this is luck, not safety. "
                                "Raise --iterations/--trials or pass --no-r-stack-check to look harder.",
-                       evidence=self._evidence("unsafe"), source="issue 8")
+                       evidence=self._evidence("unsafe", s), source="issue 8")
 
     def _serialized_finding(self) -> Finding:
         s = self.summary("serialized")
@@ -174,12 +174,12 @@ class RaceResult:
                         f"Reproduce: {first['reproduce']}",
                 remedy="R confined to one thread still fails: the fault is not the threading. Check the "
                        "duplicate runtimes (rcompat maps, rcompat doctor --only elf) and the driver.",
-                evidence=self._evidence("serialized"), source=_sources(s["failures_by_kind"]))
+                evidence=self._evidence("serialized", s), source=_sources(s["failures_by_kind"]))
         return Finding(id="RACE-SERIALIZED", area=AREA, status=Status.OK,
                        title=f"serialized pattern: {s['trials']}/{s['trials']} trials, 0 failures, "
                              f"{s['ops_completed']} allocations/releases",
                        message="All R calls on the thread that started R, Python allocations on workers.",
-                       evidence=self._evidence("serialized"), source="issue 8")
+                       evidence=self._evidence("serialized", s), source="issue 8")
 
     def _structural_findings(self) -> list[Finding]:
         out = []
