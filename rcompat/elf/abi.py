@@ -18,10 +18,9 @@ from typing import Iterable, Sequence
 
 from rcompat.elf.abi_impact import DependentImpact, assess_dependent
 from rcompat.elf.errors import ElfError
-from rcompat.elf.reader import SHN_ABS, ElfImage
+from rcompat.elf.reader import SHN_ABS, VER_FLG_BASE, ElfImage
+from rcompat.elf.symindex import EXPORTED_BINDS, EXPORTED_VISIBILITIES
 
-EXPORTED_BINDS = frozenset({"GLOBAL", "WEAK", "GNU_UNIQUE"})
-EXPORTED_VISIBILITIES = frozenset({"DEFAULT", "PROTECTED"})
 FUNCTION_TYPES = frozenset({"FUNC", "GNU_IFUNC"})
 VARIABLE_TYPES = frozenset({"OBJECT", "TLS", "COMMON"})
 
@@ -280,7 +279,7 @@ def _annotate(changes: list[SymbolChange], filters: list[re.Pattern]) -> list[Sy
 
 
 def _version_names(image: ElfImage) -> set[str]:
-    return {v.name for v in image.version_definitions.values() if not v.flags & 0x1}  # not VER_FLG_BASE
+    return {v.name for v in image.version_definitions.values() if not v.flags & VER_FLG_BASE}
 
 
 def abi_diff(old: "str | os.PathLike[str]", new: "str | os.PathLike[str]",

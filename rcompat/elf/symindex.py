@@ -15,7 +15,9 @@ from functools import lru_cache
 from rcompat.elf.objinfo import file_key
 from rcompat.elf.reader import SHN_UNDEF, ElfImage
 
-EXPORTED_BINDS = {"GLOBAL", "WEAK", "GNU_UNIQUE"}
+# What another object can bind to (also the exported ABI of rcompat.elf.abi).
+EXPORTED_BINDS = frozenset({"GLOBAL", "WEAK", "GNU_UNIQUE"})
+EXPORTED_VISIBILITIES = frozenset({"DEFAULT", "PROTECTED"})
 LOOKUP_TYPES = {"NOTYPE", "OBJECT", "FUNC", "COMMON", "TLS", "GNU_IFUNC"}
 
 
@@ -78,7 +80,7 @@ def _cached(path: str, _ino: int, _mtime: int, _size: int) -> SymbolIndex:
             continue
         if ndx == SHN_UNDEF:
             refs.append(Reference(name, t.versions[i], t.version_files[i], bind == "WEAK", typ, i + 1))
-        elif bind in EXPORTED_BINDS and vis in ("DEFAULT", "PROTECTED"):
+        elif bind in EXPORTED_BINDS and vis in EXPORTED_VISIBILITIES:
             defs.setdefault(name, []).append(Definition(name, t.versions[i], t.hidden[i], t.version_indexes[i],
                                                         t.sizes[i], typ, bind, vis))
     return SymbolIndex(path, defs, refs)
