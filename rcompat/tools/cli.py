@@ -48,7 +48,7 @@ def snapshot_save(args: argparse.Namespace) -> int:
     directory = os.path.dirname(os.path.abspath(args.file))
     if not os.path.isdir(directory):  # before minutes of probing, not after
         raise UsageError(f"cannot write {args.file}: directory {directory} does not exist")
-    sections = tuple(s for s in ("r", "python", "frameworks", "gpu", "libraries") if s not in args.skip)
+    sections = tuple(s for s in snapshot.SECTIONS if s not in args.skip)
     snap = snapshot.collect(sections=sections, timeout=args.timeout)
     path = snapshot.save(args.file, snap)
     libs = len((snap.get("libraries") or {}).get("files") or {})

@@ -74,10 +74,10 @@ def lock_check(path: str, rules: str | None = None) -> str:
 def snapshot_save(path: str) -> str:
     from rcompat.tools import snapshot
 
-    snap = snapshot.collect(host_r=_host_r_section())
+    snap = snapshot.collect(host_r=host_facts())  # the R section reads its version, platform, packages
     snapshot.save(path, snap)
     return table([{"section": k, "recorded": k not in snap["errors"], "error": snap["errors"].get(k, "")}
-                  for k in ("r", "python", "frameworks", "gpu", "libraries")], ["section", "recorded", "error"])
+                  for k in snapshot.SECTIONS], ["section", "recorded", "error"])
 
 
 def elf_missing(path: str) -> str:
@@ -154,14 +154,6 @@ def _as_list(areas: Any) -> list[str] | None:
     if isinstance(areas, str):
         return [areas]
     return [str(a) for a in areas]
-
-
-def _host_r_section() -> dict[str, Any] | None:
-    facts = host_facts()
-    if not facts:
-        return None
-    return {"version": facts.get("version"), "platform": facts.get("platform"),
-            "packages": facts.get("packages") or {}}
 
 
 def _add_host_r_version(report: Report) -> None:

@@ -28,6 +28,7 @@ from typing import Any, Callable, Mapping
 from rcompat.errors import RcompatError
 
 SNAPSHOT_VERSION = 1
+SECTIONS = ("r", "python", "frameworks", "gpu", "libraries")  # `snapshot save --skip` lists them too
 RISKS_FILE = "snapshot_risks.toml"
 CHILD_TIMEOUT_S = 60.0
 
@@ -49,7 +50,7 @@ def collect(host_r: Mapping[str, Any] | None = None, sections: tuple[str, ...] |
     """The stack as a JSON-able dict. `host_r`: R facts passed in from an R host (see from_r)."""
     from rcompat import __version__
 
-    wanted = sections or ("r", "python", "frameworks", "gpu", "libraries")
+    wanted = sections or SECTIONS
     snap: dict[str, Any] = {
         "snapshot_version": SNAPSHOT_VERSION, "tool": {"name": "rcompat", "version": __version__},
         "created_at": _now(), "host": {"hostname": socket.gethostname(), "system": platform.system(),
