@@ -61,10 +61,10 @@ def run_race(args: argparse.Namespace) -> int:
     if args.trace:
         report.facts["race"]["trace"] = args.trace
     prefix = {"text": render_text, "markdown": render_markdown}.get(args.format)
-    if prefix and not args.output:
-        sys.stdout.write(prefix(result))
-    elif prefix:
+    if prefix and args.output and args.output != "-":  # "-" is stdout, as for every --output
         return _emit_with_prefix(report, args, prefix(result))
+    if prefix:
+        sys.stdout.write(prefix(result))
     return emit_report(report, args)
 
 

@@ -3,12 +3,15 @@ from __future__ import annotations
 
 import importlib.util
 import json
+from pathlib import Path
 
 import pytest
 
 from rcompat.errors import UsageError
 from rcompat.model import Status
 from rcompat.race.classify import kinds
+
+REPO = Path(__file__).resolve().parents[2]
 
 WORKERS, ITERATIONS, TRIALS = 3, 6, 2
 OPS_PER_ITERATION = 4  # R alloc, Python alloc, and a release of each
@@ -168,6 +171,14 @@ def test_cli_runs_both_modes_side_by_side(cli, r_and_torch):
     header = text.stdout.splitlines()[1].split()
     assert header == ["unsafe", "serialized"]
     assert "first failing interleaving (unsafe" in text.stdout and "reproduce: rcompat race --mode unsafe" in text.stdout
+
+
+def test_cli_output_dash_is_stdout(cli, r_and_torch):
+    out = cli("race", "--device", "cpu", "--mode", "serialized", "--iterations", "1", "--workers", "1",
+              "--trials", "1", "--seed", "5", "--output", "-")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("rcompat race") and "RACE-SERIALIZED" in out.stdout
+    assert not (REPO / "-").exists()
 
 
 def test_cli_json_and_errors(cli, r_and_torch, tmp_path):
