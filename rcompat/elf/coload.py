@@ -24,10 +24,9 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from rcompat.elf.errors import ElfError
 from rcompat.elf.objinfo import ObjectInfo, read_object
 from rcompat.elf.resolve import Resolution, Resolver
-from rcompat.elf.symindex import SymbolIndex, symbol_index
+from rcompat.elf.symindex import SymbolIndex, readable_index
 
 HAZARD_TYPES = {"OBJECT", "TLS", "COMMON"}
 
@@ -157,10 +156,9 @@ def _scope(global_scope: list[ObjectInfo], res: Resolution) -> list[tuple[Object
         if info.file_id in ids:
             continue
         ids.add(info.file_id)
-        try:
-            out.append((info, symbol_index(info.path)))
-        except ElfError:
-            continue
+        idx = readable_index(info.path)
+        if idx is not None:
+            out.append((info, idx))
     return out
 
 
@@ -176,9 +174,8 @@ def _symbol_failures(res: Resolution, scope) -> list[HardFailure]:
     out = []
     # ld.so relocates dependencies before the objects that need them: reverse load order.
     for node in reversed(res.nodes[res.preloaded:]):
-        try:
-            own = symbol_index(node.path)
-        except ElfError:
+        own = readable_index(node.path)
+        if own is None:
             continue
         search = ([(node.info, own)] if node.info.symbolic else []) + scope
         for ref in own.references:
@@ -191,17 +188,11 @@ def _symbol_failures(res: Resolution, scope) -> list[HardFailure]:
 
 
 def _interpositions(res: Resolution, global_scope: list[ObjectInfo]) -> list[Hazard]:
-    earlier = []
-    for info in global_scope:
-        try:
-            earlier.append((info, symbol_index(info.path)))
-        except ElfError:
-            continue
+    earlier = [(info, idx) for info in global_scope if (idx := readable_index(info.path)) is not None]
     out = []
     for node in res.nodes[res.preloaded:]:
-        try:
-            own = symbol_index(node.path)
-        except ElfError:
+        own = readable_index(node.path)
+        if own is None:
             continue
         for info, idx in earlier:
             if info.soname and info.soname == node.info.soname and info.file_id != node.info.file_id:

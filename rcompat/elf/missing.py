@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from rcompat.elf.errors import ElfError
 from rcompat.elf.resolve import Resolution, Resolver
-from rcompat.elf.symindex import Reference, SymbolIndex, symbol_index
+from rcompat.elf.symindex import Reference, SymbolIndex, readable_index, symbol_index
 
 
 @dataclass
@@ -110,13 +110,7 @@ class MissingReport:
 
 
 def scope_indexes(resolution: Resolution) -> list[tuple[str, SymbolIndex]]:
-    out = []
-    for node in resolution.nodes:
-        try:
-            out.append((node.path, symbol_index(node.path)))
-        except ElfError:
-            continue
-    return out
+    return [(node.path, idx) for node in resolution.nodes if (idx := readable_index(node.path)) is not None]
 
 
 def bind_all(resolution: Resolution, objects: "list[int] | None" = None,
@@ -127,9 +121,8 @@ def bind_all(resolution: Resolution, objects: "list[int] | None" = None,
     bindings, missing, weak = [], [], []
     for i in chosen:
         node = resolution.nodes[i]
-        try:
-            own = symbol_index(node.path)
-        except ElfError:
+        own = readable_index(node.path)
+        if own is None:
             continue
         for ref in own.references:
             provider = next((path for path, idx in scope if idx.lookup(ref.name, ref.version)), None)

@@ -12,6 +12,7 @@ import os
 from dataclasses import dataclass
 from functools import lru_cache
 
+from rcompat.elf.errors import ElfError
 from rcompat.elf.objinfo import file_key
 from rcompat.elf.reader import SHN_UNDEF, ElfImage
 
@@ -67,6 +68,15 @@ def version_matches(d: Definition, version: str) -> bool:
 
 def symbol_index(path: "str | os.PathLike[str]") -> SymbolIndex:
     return _cached(*file_key(os.fspath(path)))
+
+
+def readable_index(path: "str | os.PathLike[str]") -> SymbolIndex | None:
+    """symbol_index(path), or None for a file that cannot be read as ELF (left out of a scope: the
+    resolver has already said why it is unusable)."""
+    try:
+        return symbol_index(path)
+    except ElfError:
+        return None
 
 
 @lru_cache(maxsize=512)
