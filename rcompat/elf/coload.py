@@ -181,9 +181,7 @@ def _symbol_failures(res: Resolution, scope) -> list[HardFailure]:
         for ref in own.references:
             if ref.weak or any(idx.lookup(ref.name, ref.version) for _info, idx in search):
                 continue
-            version = f", version {ref.version}" if ref.version else ""
-            out.append(HardFailure("undefined symbol", f"{node.path}: undefined symbol: {ref.name}{version}",
-                                   node.path, ref.name))
+            out.append(HardFailure("undefined symbol", ref.loader_message(node.path), node.path, ref.name))
     return out
 
 

@@ -47,9 +47,8 @@ class MissingSymbol:
         return self.ref.name
 
     def loader_message(self) -> str:
-        """The text ld.so puts in the dlopen error (glibc elf/dl-lookup.c)."""
-        version = f", version {self.ref.version}" if self.ref.version else ""
-        return f"{self.needed_by}: undefined symbol: {self.ref.name}{version}"
+        """The text ld.so puts in the dlopen error."""
+        return self.ref.loader_message(self.needed_by)
 
     def explanation(self) -> str:
         parts = []

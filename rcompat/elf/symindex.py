@@ -43,6 +43,11 @@ class Reference:
     type: str
     symbol_index: int
 
+    def loader_message(self, needed_by: str) -> str:
+        """What ld.so says when no object in scope defines it (glibc elf/dl-lookup.c)."""
+        version = f", version {self.version}" if self.version else ""
+        return f"{needed_by}: undefined symbol: {self.name}{version}"
+
 
 @dataclass
 class SymbolIndex:
