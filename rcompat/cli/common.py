@@ -2,11 +2,41 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
+from typing import Iterable
 
 from rcompat.model import Report
 from rcompat.render import FORMATS
+
+EXIT_OK, EXIT_FINDING, EXIT_ERROR = 0, 1, 2
 MAX_TIMEOUT_S = 3600.0
+
+
+def register_commands(sub, module_names: Iterable[str]) -> None:
+    """Let each module add its subcommands through its `register(sub)`. A module that is not there is
+    left out; a dependency missing inside one is raised, not hidden."""
+    for name in module_names:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name != name:
+                raise
+            continue
+        module.register(sub)
+
+
+def add_command_group(sub, name: str, *, metavar: str = "SUBCOMMAND", **parser_options):
+    """Add the command `name`, whose subcommands do the work, and return the subparsers to add them to.
+    Given without a subcommand it prints its help to stderr and exits 2, as `rcompat` alone does."""
+    parser = sub.add_parser(name, **parser_options)
+
+    def need_subcommand(args: argparse.Namespace) -> int:
+        parser.print_help(sys.stderr)
+        return EXIT_ERROR
+
+    parser.set_defaults(func=need_subcommand)
+    return parser.add_subparsers(dest=f"{name}_command", metavar=metavar)
 
 
 def timeout_seconds(text: str) -> float:

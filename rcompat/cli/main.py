@@ -7,11 +7,11 @@ symbols` never import pandas, torch or rpy2.
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 from typing import Sequence
 
 from rcompat import __version__
+from rcompat.cli.common import EXIT_ERROR, EXIT_OK, register_commands
 from rcompat.errors import RcompatError
 
 COMMAND_MODULES = (
@@ -22,8 +22,6 @@ COMMAND_MODULES = (
     "rcompat.race.cli",
     "rcompat.cli.tools_cmd",
 )
-
-EXIT_OK, EXIT_FINDING, EXIT_ERROR = 0, 1, 2
 
 
 class _Parser(argparse.ArgumentParser):
@@ -42,14 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"rcompat {__version__}")
     parser.add_argument("--debug", action="store_true", help="show tracebacks of rcompat's own errors")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for name in COMMAND_MODULES:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name != name:  # a real missing dependency inside an engine: surface it
-                raise
-            continue
-        module.register(sub)
+    register_commands(sub, COMMAND_MODULES)
     return parser
 
 

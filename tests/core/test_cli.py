@@ -198,3 +198,27 @@ def test_emit_report_writes_a_prefix_before_the_report(tmp_path, capsys):
 def test_cli_fixture_pipes_input(cli):
     out = cli("explain", "-", input="Lantern is not loaded.")
     assert out.returncode == 1 and "EXPLAIN-LANTERN-NOT-LOADED" in out.stdout
+
+
+def test_command_group_alone_prints_its_help_to_stderr_and_exits_2(capsys):
+    from rcompat.cli.common import add_command_group
+    from rcompat.cli.main import _Parser
+
+    parser = _Parser(prog="rcompat")
+    group = add_command_group(parser.add_subparsers(parser_class=_Parser), "grp", help="a group")
+    group.add_parser("leaf").set_defaults(func=lambda args: 0)
+    args = parser.parse_args(["grp"])
+    assert args.func(args) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: rcompat grp") and "SUBCOMMAND" in err
+    assert parser.parse_args(["grp", "leaf"]).func(None) == 0
+
+
+def test_command_modules_that_are_not_there_are_left_out():
+    import argparse
+
+    from rcompat.cli.common import register_commands
+
+    sub = argparse.ArgumentParser().add_subparsers()
+    register_commands(sub, ("rcompat.cli.no_such_commands", "rcompat.cli.doctor_cmd"))
+    assert list(sub.choices) == ["doctor"]
