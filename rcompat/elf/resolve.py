@@ -229,25 +229,25 @@ class Resolver:
         return None
 
     def _search(self, name: str, loader: Node, nodes: list[Node]):
-        root_info = loader.info
-        attempts: list[Attempt] = []
         kind = loader.info
+        attempts: list[Attempt] = []
         if "/" in name:
-            path = self.expand(name, loader.info)
+            path = self.expand(name, kind)
             info = self._try(path, "path in DT_NEEDED", kind, attempts)
             return info, "path in DT_NEEDED", attempts
         for directory, via in self._search_dirs(loader, nodes):
             info = self._try(os.path.join(directory, name), via, kind, attempts)
             if info is not None:
                 return info, via, attempts
-        if not loader.info.nodeflib:
-            for entry in load_cache(self.cache_path).lookup(name, kind.e_machine, kind.bits):
+        if not kind.nodeflib:
+            cached = load_cache(self.cache_path).lookup(name, kind.e_machine, kind.bits)
+            for entry in cached:
                 info = self._try(entry.path, "ld.so.cache", kind, attempts)
                 if info is not None:
                     return info, "ld.so.cache", attempts
-            if not load_cache(self.cache_path).lookup(name, kind.e_machine, kind.bits):
+            if not cached:
                 attempts.append(Attempt(self.cache_path, "ld.so.cache", "not found"))
-            for directory in self.default_dirs(root_info):
+            for directory in self.default_dirs(kind):
                 info = self._try(os.path.join(directory, name), "default directory", kind, attempts)
                 if info is not None:
                     return info, "default directory", attempts
