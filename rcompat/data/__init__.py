@@ -52,8 +52,13 @@ def load_csv(path: "str | Path", required: Iterable[str] = ("source",)) -> list[
     missing = [c for c in required if c not in (reader.fieldnames or [])]
     if missing:
         raise DataError(f"{path}: missing column(s) {', '.join(missing)}")
-    return [_checked(path, i, {k: (v or "").strip() for k, v in row.items()}, required)
-            for i, row in enumerate(reader, 2)]
+    rows = []
+    for i, row in enumerate(reader, 2):
+        extra = row.pop(None, None)  # DictReader's list of the cells past the header's last column
+        if extra is not None:
+            raise DataError(f"{path}: row {i} has {len(extra)} more field(s) than the header")
+        rows.append(_checked(path, i, {k: (v or "").strip() for k, v in row.items()}, required))
+    return rows
 
 
 def _resolve(path: "str | Path") -> Path:
