@@ -99,13 +99,7 @@ def check_torch(ctx) -> Iterable[Finding]:
         yield _f("CUDA-TORCH", Status.OK, f"{label}: CUDA available, {len(torch.get('devices') or [])} device(s)",
                  evidence={"devices": torch.get("devices"), "arch_list": torch.get("arch_list")})
         return
-    tables = load_tables(ctx.options.get("cuda_tables"))
-
-    def min_driver_for(cuda: str) -> str | None:
-        toolkit, family = tables.driver_rows(cuda)
-        return (toolkit or family or {}).get("min_driver")
-
-    why = explain_unavailable(torch, min_driver_for)
+    why = explain_unavailable(torch, load_tables(ctx.options.get("cuda_tables")).min_driver)
     gpus_present = nv.status == "ok" and bool(nv.gpus)
     status = Status.FAIL if gpus_present else Status.OK
     context = "" if gpus_present else " (this machine has no usable NVIDIA GPU, so nothing is lost)"

@@ -183,12 +183,7 @@ def decide(nv: NvmlFacts, torch: Mapping[str, Any], tables_dir=None, env: Mappin
     from rcompat.cuda.tables import load_tables  # noqa: PLC0415
 
     tables = load_tables(tables_dir)
-
-    def min_driver_for(cuda: str) -> str | None:
-        toolkit, family = tables.driver_rows(cuda)
-        return (toolkit or family or {}).get("min_driver")
-
-    why = explain_unavailable(torch, min_driver_for)
+    why = explain_unavailable(torch, tables.min_driver)
     if why:
         facts["explanation"] = why["id"]
         return DeviceChoice("cpu", why["message"], why["remedy"], facts)
@@ -205,7 +200,7 @@ def decide(nv: NvmlFacts, torch: Mapping[str, Any], tables_dir=None, env: Mappin
                                 "(older GPUs need older torch releases)", facts)
     stack = {k: v for k, v in (("driver", nv.driver_version), ("torch", torch.get("version")),
                                ("cuda", torch.get("cuda")), ("cudnn", torch.get("cudnn_version"))) if v}
-    summary = check_stack(stack, tables_dir)[-1]
+    summary = check_stack(stack, tables)[-1]
     facts["matrix"] = summary.status.value
     if summary.status.value == "fail":
         return DeviceChoice("cpu", f"matrix: {summary.title}: {summary.message}", summary.remedy, facts)

@@ -90,6 +90,11 @@ class Tables:
         family = [r for r in self.driver if r["kind"] == "family" and version(r["cuda"]).major == v.major]
         return (toolkit[0] if toolkit else None), (family[0] if family else None)
 
+    def min_driver(self, cuda: str) -> str | None:
+        """The driver a CUDA version names first: its toolkit row's minimum, else its family's."""
+        toolkit, family = self.driver_rows(cuda)
+        return (toolkit or family or {}).get("min_driver")
+
     # -- cuBLAS / cuDNN ----------------------------------------------------------------------
     def cublas_row(self, cuda: str) -> dict | None:
         rows = [r for r in self.cublas if major_minor(r["cuda"]) == major_minor(cuda)]

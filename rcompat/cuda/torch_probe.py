@@ -81,7 +81,7 @@ def devices_hidden(value: str | None) -> bool:
 def explain_unavailable(facts: Mapping[str, Any], min_driver_for=None) -> dict[str, str] | None:
     """The first rule that explains why CUDA is unavailable to torch; None when it is available.
 
-    `min_driver_for(cuda) -> str | None` supplies {min_driver} (rcompat.cuda.matrix's driver table).
+    `min_driver_for(cuda) -> str | None` supplies {min_driver} (rcompat.cuda.tables.Tables.min_driver).
     """
     if facts.get("status") != "ok" or facts.get("is_available"):
         return None
