@@ -52,17 +52,11 @@ def main(argv: list[str]) -> int:
     except Exception as exc:  # noqa: BLE001 - an R error inside the facts script
         emit({"r_error": {"type": type(exc).__name__, "message": str(exc)}})
         return 1
-    # Already JSON from R: splice it in rather than round-trip it through Python objects.
-    sys.stdout.write('{"r_facts": %s, "rpy2": {"version": %s}}\n'
-                     % (text, _json_str(_rpy2_version())))
+    # Already JSON from R: splice it in rather than round-trip it through Python objects. (The
+    # parent knows rpy2's version already: rcompat.r.facts looked it up before starting this child.)
+    sys.stdout.write('{"r_facts": %s}\n' % text)
     sys.stdout.flush()
     return 0
-
-
-def _json_str(value: str | None) -> str:
-    import json
-
-    return json.dumps(value)
 
 
 if __name__ == "__main__":
