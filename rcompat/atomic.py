@@ -18,7 +18,7 @@ def check_writable_target(path: "str | os.PathLike[str]") -> Path:
     """Raise RcompatError unless a file can be written at `path`. The CLI calls this before a long run
     (doctor, race) so a bad --output fails at once, not after the work."""
     target = Path(path)
-    directory = target.parent if str(target.parent) else Path(".")
+    directory = target.parent  # "." for a bare name
     if not directory.is_dir():
         raise RcompatError(f"cannot write {target}: directory {directory} does not exist")
     if target.is_dir():  # else os.replace fails late, with the temp file's name in the message
@@ -30,8 +30,7 @@ def check_writable_target(path: "str | os.PathLike[str]") -> Path:
 
 def write_text_atomic(path: "str | os.PathLike[str]", text: str, encoding: str = "utf-8") -> Path:
     target = check_writable_target(path)
-    directory = target.parent if str(target.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         # mkstemp creates 0600; a report or trace is meant to be shared, so give it the mode a plain
         # open() would (0666 less the umask), or keep the mode of the file being replaced.
