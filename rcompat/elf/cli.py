@@ -5,7 +5,8 @@ import importlib
 
 # Modules that add subcommands under `rcompat elf`: each has register(elf_subparsers).
 ELF_COMMAND_MODULES = (
-    "rcompat.elf.inspect_cli",  # symbols, deps, missing, versions, runtimes, coload
+    "rcompat.elf.inspect_cli",  # symbols, deps, missing, versions, runtimes
+    "rcompat.elf.coload_cli",   # coload
     "rcompat.elf.diff_cli",     # abi-diff, patch-diff
 )
 

@@ -1,11 +1,12 @@
 """`rcompat elf coload FIRST… -- THEN…`: argparse only; the prediction is imported when it runs."""
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 
 
-def register_coload(elf_sub) -> None:
+def register(elf_sub) -> None:
     p = elf_sub.add_parser(
         "coload", help="predict loading THEN into a process that already loaded FIRST",
         description="Model a process that already loaded FIRST (and their dependencies), then dlopen()s THEN, "
@@ -14,19 +15,13 @@ def register_coload(elf_sub) -> None:
                     "works. Nothing is loaded. Exit 1 when loading would fail.",
         usage="rcompat elf coload [options] FIRST... -- THEN...")
     p.add_argument("first", nargs="+", metavar="FIRST")
-    p.add_argument("--then", nargs="+", metavar="THEN", default=None, help=argparse_hidden())
+    p.add_argument("--then", nargs="+", metavar="THEN", default=None, help=argparse.SUPPRESS)
     p.add_argument("--local", action="store_true", help="FIRST were loaded RTLD_LOCAL (R's dyn.load default)")
     p.add_argument("--host", action="append", default=[], metavar="FILE",
                    help="executable/library the process started with (python, libR.so)")
     p.add_argument("--ld-library-path", metavar="DIRS", default=None)
     p.add_argument("--format", "-f", choices=("text", "json"), default="text")
     p.set_defaults(func=_coload)
-
-
-def argparse_hidden():
-    import argparse
-
-    return argparse.SUPPRESS
 
 
 def split_args(argv_first: list[str], then: list[str] | None) -> tuple[list[str], list[str]]:

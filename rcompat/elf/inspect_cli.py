@@ -1,4 +1,4 @@
-"""`rcompat elf symbols|deps|missing|versions|runtimes|coload`: argparse only; handlers import lazily."""
+"""`rcompat elf symbols|deps|missing|versions|runtimes`: argparse only; handlers import lazily."""
 from __future__ import annotations
 
 import argparse
@@ -57,14 +57,6 @@ def register(elf_sub) -> None:
     p.add_argument("--pid", type=int, help="inspect /proc/PID/maps of a running process instead")
     p.add_argument("--format", "-f", choices=("text", "json"), default="text")
     p.set_defaults(func=_runtimes)
-
-    try:
-        from rcompat.elf.coload_cli import register_coload
-    except ModuleNotFoundError as exc:
-        if exc.name != "rcompat.elf.coload_cli":
-            raise
-    else:
-        register_coload(elf_sub)
 
 
 def _resolution_options(p: argparse.ArgumentParser) -> None:
