@@ -135,3 +135,15 @@ def test_reticulate_python_that_does_not_exist_fails(tmp_path):
     (finding,) = checks.check_reticulate_python(ctx)
     assert finding.status.value == "fail"
     assert "does not exist" in finding.message
+
+
+def test_package_lists_written_twice_agree():
+    # The argparse-only CLI and r_facts.R cannot import the Python lists, so they repeat them.
+    import re
+
+    from rcompat.r import cli, facts, verify
+
+    r_code = (facts.scripts_dir() / "r_facts.R").read_text()
+    listed = re.search(r"^rcompat_packages <- c\(([^)]*)\)", r_code, re.M).group(1)
+    assert tuple(re.findall(r'"([^"]+)"', listed)) == facts.PACKAGES
+    assert cli.VERIFY_PACKAGES == tuple(verify.VERIFIERS)
