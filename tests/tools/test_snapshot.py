@@ -112,3 +112,19 @@ def test_cli_diff_text_and_exit_codes(cli, tmp_path):
     assert err.returncode == 2 and "not an rcompat snapshot" in err.stderr
     missing = cli("snapshot", "diff", str(tmp_path / "nope.json"), str(SNAPS / "after.json"))
     assert missing.returncode == 2 and "no such file" in missing.stderr
+
+
+def test_library_dirs_cover_the_cuda_engines_locations_and_the_libtorch_ones(tmp_path):
+    """One list of CUDA library places (rcompat.cuda.libs.search_locations), plus the libtorch-only ones."""
+    from rcompat.cuda.libs import search_locations
+
+    cuda_home, torch_home, conda = tmp_path / "cuda", tmp_path / "torch_home", tmp_path / "conda"
+    for d in (cuda_home / "lib64", torch_home / "lib", conda / "lib"):
+        d.mkdir(parents=True)
+    env = {"CUDA_HOME": str(cuda_home), "TORCH_HOME": str(torch_home), "CONDA_PREFIX": str(conda)}
+    dirs = snapshot.library_dirs({}, env=env)
+    engine = {str(Path(p["dir"]).resolve()) for p in search_locations(env=env)}
+    assert engine <= set(dirs)
+    assert str((cuda_home / "lib64").resolve()) in dirs and str((conda / "lib").resolve()) in dirs
+    assert str((torch_home / "lib").resolve()) in dirs
+    assert len(dirs) == len(set(dirs))
