@@ -21,10 +21,10 @@ DOCTOR_TRIAL_TIMEOUT_S = 20.0
 def check_own_maps(ctx) -> Iterable[Finding]:
     from rcompat.race.mapscheck import findings, maps_facts
 
-    facts, source = maps_facts()
+    facts = maps_facts()
     ctx.facts.setdefault(AREA, {})["maps"] = {k: facts[k] for k in ("source", "regions", "gpu_roles", "r_loaded",
                                                                     "mmap_min_addr", "duplicates", "neighbours")}
-    return findings(facts, source)
+    return findings(facts, facts["source"])
 
 
 def check_serialized_trial(ctx) -> Iterable[Finding]:

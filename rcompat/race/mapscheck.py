@@ -219,17 +219,18 @@ def _duplicate_finding(facts: dict[str, Any], source: str) -> Finding:
 
 
 def maps_facts(pid: int | None = None, file: str | None = None,
-               large_bytes: int = DEFAULT_LARGE_BYTES) -> tuple[dict[str, Any], str]:
+               large_bytes: int = DEFAULT_LARGE_BYTES) -> dict[str, Any]:
+    """analyse() of the map read, with "source" naming where it came from."""
     regions, source = read_maps(pid=pid, file=file)
     facts = analyse(regions, large_bytes=large_bytes, live=file is None, mmap_min_addr=read_mmap_min_addr())
     facts["source"] = source
-    return facts, source
+    return facts
 
 
 def maps_report(pid: int | None = None, file: str | None = None,
                 large_bytes: int = DEFAULT_LARGE_BYTES) -> Report:
-    facts, source = maps_facts(pid=pid, file=file, large_bytes=large_bytes)
+    facts = maps_facts(pid=pid, file=file, large_bytes=large_bytes)
     report = Report(command="maps")
-    report.add(findings(facts, source))
+    report.add(findings(facts, facts["source"]))
     report.facts = {"maps": facts}
     return report
