@@ -102,12 +102,15 @@ def test_a_missing_cuda_tables_directory_is_refused_even_without_cuda_cells(cli)
 
 
 def test_cuda_tables_are_loaded_once_per_plan(monkeypatch, tmp_path):
+    import rcompat.cuda.matrix as matrix
     import rcompat.cuda.tables as tables
 
     (tmp_path / "cuda_driver.csv").write_bytes((tables.DATA_DIR / "cuda_driver.csv").read_bytes())
     loads = []
     real = tables.load_tables
-    monkeypatch.setattr(tables, "load_tables", lambda d=None: loads.append(d) or real(d))
+    counted = lambda d=None: loads.append(d) or real(d)  # noqa: E731
+    monkeypatch.setattr(tables, "load_tables", counted)
+    monkeypatch.setattr(matrix, "load_tables", counted)  # check_stack's own import of it
     plan = plan_matrix({"r": R, "torch": TORCH, "cuda": CUDA}, rules_path=RULES, cuda_tables=str(tmp_path))
     assert len(plan.include) + len(plan.excluded) == len(R) * len(TORCH) * len(CUDA)
     assert [d for d in loads if d is not None] == [str(tmp_path)]  # None: the packaged (cached) tables
