@@ -2,8 +2,6 @@
 from __future__ import annotations
 
 import importlib.util
-
-
 from pathlib import Path
 
 import pytest
@@ -12,8 +10,8 @@ REPO = Path(__file__).resolve().parents[2]
 TORCH_LIB = REPO / ".venv/lib/python3.11/site-packages/torch/lib"
 
 
-def _builder():
-    spec = importlib.util.spec_from_file_location("elf_fixture_build", REPO / "fixtures/elf/build.py")
+def _load(name: str, path: Path):
+    spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -21,7 +19,19 @@ def _builder():
 
 @pytest.fixture(scope="session")
 def elf_build():
-    return _builder()
+    return _load("elf_fixture_build", REPO / "fixtures/elf/build.py")
+
+
+@pytest.fixture(scope="session")
+def diff_build():
+    """tests/elf/_diff_build.py: the abi-diff/patch-diff fixtures and the torch wheels they read."""
+    return _load("_diff_build", Path(__file__).with_name("_diff_build.py"))
+
+
+@pytest.fixture(scope="session")
+def demo(gcc, tmp_path_factory, diff_build) -> dict[str, Path]:
+    """libdemo builds for abi-diff and patch-diff, compiled once per session (tests copy, never modify)."""
+    return diff_build.build_demo(gcc, tmp_path_factory.mktemp("demo"))
 
 
 @pytest.fixture(scope="session")

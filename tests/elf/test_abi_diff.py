@@ -2,7 +2,6 @@
 from two real torch wheels."""
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import shutil
@@ -13,24 +12,15 @@ import pytest
 
 from rcompat.elf import ElfError, abi_diff
 
-_spec = importlib.util.spec_from_file_location("_diff_build", Path(__file__).with_name("_diff_build.py"))
-build = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(build)
-
-
-@pytest.fixture(scope="module")
-def demo(gcc, tmp_path_factory):
-    return build.build_demo(gcc, tmp_path_factory.mktemp("abi"))
-
 
 @pytest.fixture(scope="session")
-def libc10_pair(tmp_path_factory):
-    for wheel in (build.WHEEL_OLD, build.WHEEL_NEW):
+def libc10_pair(tmp_path_factory, diff_build):
+    for wheel in (diff_build.WHEEL_OLD, diff_build.WHEEL_NEW):
         if not wheel.exists():
             pytest.skip(f"torch wheel {wheel} not on this machine")
     where = tmp_path_factory.mktemp("c10")
-    return (build.extract_from_wheel(build.WHEEL_OLD, "torch/lib/libc10.so", where / "old" / "libc10.so"),
-            build.extract_from_wheel(build.WHEEL_NEW, "torch/lib/libc10.so", where / "new" / "libc10.so"))
+    return (diff_build.extract_from_wheel(diff_build.WHEEL_OLD, "torch/lib/libc10.so", where / "old" / "libc10.so"),
+            diff_build.extract_from_wheel(diff_build.WHEEL_NEW, "torch/lib/libc10.so", where / "new" / "libc10.so"))
 
 
 def abidiff_sets(old: Path, new: Path) -> dict[str, set[str]]:

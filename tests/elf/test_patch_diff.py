@@ -1,7 +1,6 @@
 """patch-diff on copies of a gcc-built fixture library patched at offsets found with pyelftools."""
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
 from pathlib import Path
@@ -10,15 +9,6 @@ import pytest
 from elftools.elf.elffile import ELFFile
 
 from rcompat.elf import ElfError, patch_diff
-
-_spec = importlib.util.spec_from_file_location("_diff_build", Path(__file__).with_name("_diff_build.py"))
-build = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(build)
-
-
-@pytest.fixture(scope="module")
-def demo(gcc, tmp_path_factory):
-    return build.build_demo(gcc, tmp_path_factory.mktemp("patch"))
 
 
 def symbol_file_offset(path: Path, name: str) -> tuple[int, int, str]:
