@@ -98,17 +98,6 @@ class SymbolTable:
     def __len__(self) -> int:
         return len(self.names)
 
-    def defined(self, i: int) -> bool:
-        return self.shndx[i] != SHN_UNDEF
-
-    def rows(self) -> Iterator[dict]:
-        for i in range(len(self.names)):
-            yield {"name": self.names[i], "value": self.values[i], "size": self.sizes[i],
-                   "type": self.types[i], "bind": self.binds[i], "visibility": self.visibilities[i],
-                   "shndx": self.shndx[i], "defined": self.shndx[i] != SHN_UNDEF,
-                   "version": self.versions[i], "version_hidden": self.hidden[i],
-                   "version_file": self.version_files[i]}
-
 
 class ElfImage:
     """A read-only view of one ELF file. Use as a context manager, or call close()."""
