@@ -36,8 +36,7 @@ def abi_findings(diff: "AbiDiff") -> list[Finding]:
                            "Dependents linked against the old SONAME do not load the new file.",
                            remedy="rebuild dependents against the new library, or keep the old one installed",
                            evidence=ev, source=_SOURCE))
-    removed_incompatible = [c for c in diff.removed]
-    if removed_incompatible:
+    if diff.removed:
         out.append(Finding("abi.removed", AREA, Status.FAIL, f"{len(diff.removed)} exported symbols removed",
                            _preview(diff.removed), evidence={**ev, "symbols": [c.symbol.label for c in diff.removed]},
                            remedy="dependents that import them fail to load: check with --used-by", source=_SOURCE))

@@ -84,7 +84,7 @@ def check_deps(ctx) -> Iterable[Finding]:
 def check_undefined(ctx) -> Iterable[Finding]:
     for fw, role, path in _targets(ctx):
         rep = _missing_report(ctx, fw, path)
-        lost = [m for m in rep.missing]
+        lost = rep.missing
         if lost:
             first = lost[0]
             yield _f("ELF-UNDEFINED", Status.FAIL,
