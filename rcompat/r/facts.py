@@ -131,22 +131,20 @@ def probe(timeout: float | None = None, lib_paths: Sequence[str] | None = None,
         facts.reason = f"rcompat's R scripts are missing: {script} (set RCOMPAT_R_SCRIPTS)"
         return facts
 
-    core = reticulate = None
+    core = None
     if chosen == "rpy2":
         core = _core_through_rpy2(facts, script, timeout)
     else:
         facts.rpy2 = {"used": False, "reason": "this Python runs inside R (reticulate): rpy2 must not "
                       "embed a second R here" if host.hosted_by_r else "engine 'rscript' was chosen"}
-    if core is None:
-        wanted = ["core", "reticulate"] + (["discover"] if discover_python else [])
-        both = _rscript_facts(facts, install, script, wanted, timeout)
+    reticulate_parts = ["reticulate"] + (["discover"] if discover_python else [])
+    if core is None:  # one Rscript child for both; when it fails, a second would only fail again
+        both = _rscript_facts(facts, install, script, ["core", *reticulate_parts], timeout)
         core, reticulate = both.get("core"), both.get("reticulate")
         if core is not None:
             facts.engine = "rscript"
-    if reticulate is None:
-        reticulate = _rscript_facts(facts, install, script,
-                                    ["reticulate"] + (["discover"] if discover_python else []),
-                                    timeout).get("reticulate")
+    else:
+        reticulate = _rscript_facts(facts, install, script, reticulate_parts, timeout).get("reticulate")
     if core is None:
         facts.available = False
         facts.reason = "R did not report its facts (see errors)"

@@ -147,3 +147,19 @@ def test_package_lists_written_twice_agree():
     listed = re.search(r"^rcompat_packages <- c\(([^)]*)\)", r_code, re.M).group(1)
     assert tuple(re.findall(r'"([^"]+)"', listed)) == facts.PACKAGES
     assert cli.VERIFY_PACKAGES == tuple(verify.VERIFIERS)
+
+
+def test_a_hanging_rscript_is_waited_for_once(tmp_path):
+    # Core and reticulate facts come from one Rscript child; when it hangs, none is started again.
+    import time
+
+    home = tmp_path / "rhome"
+    (home / "bin").mkdir(parents=True)
+    for name in ("Rscript", "R"):
+        (home / "bin" / name).write_text("#!/bin/sh\nexec sleep 30\n")
+        (home / "bin" / name).chmod(0o755)
+    start = time.monotonic()
+    facts = probe(timeout=2, env={"R_HOME": str(home)}, engine="rscript")
+    assert time.monotonic() - start < 3.5
+    assert not facts.available and facts.reason == "R did not report its facts (see errors)"
+    assert [e["timed_out"] for e in facts.errors] == [True]
