@@ -183,12 +183,8 @@ def _core_through_rpy2(facts: RFacts, script: Path, timeout: float) -> dict[str,
     if version is None or importlib.util.find_spec("rpy2") is None:
         facts.rpy2 = {"used": False, "installed": False, "reason": "rpy2 is not installed in this Python"}
         return None
-    # The worker must import this very rcompat, even when it was put on sys.path by hand.
-    package_parent = str(Path(__file__).resolve().parents[2])
-    pythonpath = os.pathsep.join(p for p in (package_parent, os.environ.get("PYTHONPATH", "")) if p)
     result = run_python_child("rcompat.r.worker", [str(script)], timeout=timeout,
-                              env={**facts.child_env, "PYTHONFAULTHANDLER": "1",
-                                   "PYTHONPATH": pythonpath})
+                              env={**facts.child_env, "PYTHONFAULTHANDLER": "1"})
     facts.rpy2 = {"used": True, "installed": True, "version": version}
     for record in result.records:
         if "r_facts" in record and "core" in record["r_facts"]:
