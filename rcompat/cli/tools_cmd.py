@@ -1,7 +1,7 @@
 """`rcompat explain | lock | snapshot | scan | ci`: argument parsing only; handlers in rcompat.tools.cli."""
 from __future__ import annotations
 
-from rcompat.cli.common import add_report_options, timeout_seconds
+from rcompat.cli.common import add_command_group, add_report_options, timeout_seconds
 
 
 def _handler(name: str):
@@ -20,13 +20,6 @@ def register(sub) -> None:
     _ci(sub)
 
 
-def _group(sub, name: str, help: str, description: str):
-    """A command whose subcommands do the work (`NAME_COMMAND`); alone it prints its help, exit 2."""
-    p = sub.add_parser(name, help=help, description=description)
-    p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
-    return p.add_subparsers(dest=f"{name}_command", metavar=f"{name.upper()}_COMMAND")
-
-
 def _explain(sub) -> None:
     p = sub.add_parser(
         "explain", help="explain a pasted error text (cause, confirming command, remedy)",
@@ -42,9 +35,9 @@ def _explain(sub) -> None:
 
 
 def _lock(sub) -> None:
-    lock_sub = _group(sub, "lock", help="check an renv.lock or pak pkg.lock against the R rules",
-                      description="Check the R and package versions a lockfile pins against rcompat's R "
-                                  "breakage rules.")
+    lock_sub = add_command_group(
+        sub, "lock", metavar="LOCK_COMMAND", help="check an renv.lock or pak pkg.lock against the R rules",
+        description="Check the R and package versions a lockfile pins against rcompat's R breakage rules.")
     c = lock_sub.add_parser(
         "check", help="check the pins of one lockfile",
         description="Read renv.lock (renv) or pkg.lock (pak/pkgdepends), detected from the content, and "
@@ -59,9 +52,10 @@ def _lock(sub) -> None:
 
 
 def _snapshot(sub) -> None:
-    snap_sub = _group(sub, "snapshot", help="record the stack before an upgrade, diff it afterwards",
-                      description="Record R and its packages, Python and its packages, torch/CUDA/cuDNN/"
-                                  "driver and the CUDA/libtorch libraries on disk; diff two records.")
+    snap_sub = add_command_group(
+        sub, "snapshot", metavar="SNAPSHOT_COMMAND", help="record the stack before an upgrade, diff it afterwards",
+        description="Record R and its packages, Python and its packages, torch/CUDA/cuDNN/driver and the "
+                    "CUDA/libtorch libraries on disk; diff two records.")
     s = snap_sub.add_parser("save", help="write a snapshot of this machine's stack to FILE (atomically)",
                             description="Write the stack as JSON to FILE (temp file, then rename).")
     s.add_argument("file", metavar="FILE")
@@ -94,8 +88,9 @@ def _scan(sub) -> None:
 
 
 def _ci(sub) -> None:
-    ci_sub = _group(sub, "ci", help="plan CI: a test matrix without the combinations known to break",
-                    description="Helpers for CI pipelines.")
+    ci_sub = add_command_group(
+        sub, "ci", metavar="CI_COMMAND", help="plan CI: a test matrix without the combinations known to break",
+        description="Helpers for CI pipelines.")
     m = ci_sub.add_parser(
         "matrix", help="GitHub Actions strategy.matrix JSON minus broken combinations",
         description="The cartesian product of the given versions minus the cells that the R rules or the "
