@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 
-from rcompat.cli.common import add_report_options, emit_report, timeout_seconds, write_output
+from rcompat.cli.common import add_command_group, add_report_options, emit_report, timeout_seconds, write_output
 
 STACK_FLAGS = (("driver", "535.104.05", "NVIDIA driver version"),
                ("driver-cuda", "12.4", "highest CUDA the driver supports (nvidia-smi's 'CUDA Version')"),
@@ -19,10 +18,10 @@ STACK_FLAGS = (("driver", "535.104.05", "NVIDIA driver version"),
 
 
 def register(sub) -> None:
-    cuda = sub.add_parser("cuda", help="probe the NVIDIA driver, GPUs, torch's CUDA and CUDA libraries",
-                          description="Probe what the NVIDIA driver (NVML), Python torch (in a child process) "
-                                      "and the CUDA libraries on disk say. Never loads a CUDA library itself.")
-    cuda_sub = cuda.add_subparsers(dest="cuda_command", metavar="SUBCOMMAND")
+    cuda_sub = add_command_group(sub, "cuda", help="probe the NVIDIA driver, GPUs, torch's CUDA and CUDA libraries",
+                                 description="Probe what the NVIDIA driver (NVML), Python torch (in a child "
+                                             "process) and the CUDA libraries on disk say. Never loads a CUDA "
+                                             "library itself.")
     probe = cuda_sub.add_parser("probe", help="print every CUDA fact of this machine",
                                 description="Print the CUDA facts: driver, GPUs and their processes, torch's "
                                             "CUDA view, R torch's (through the R engine), libraries on disk.")
@@ -42,12 +41,11 @@ def register(sub) -> None:
     libs.add_argument("--format", "-f", choices=("text", "json"), default="text")
     libs.add_argument("--strict", action="store_true", help="exit 1 when several builds of a library are reachable")
     libs.set_defaults(func=run_libs)
-    cuda.set_defaults(func=lambda args: _need_sub(cuda))
 
-    matrix = sub.add_parser("matrix", help="check a driver/CUDA/cuDNN/framework stack against the tables",
-                            description="Evaluate a CUDA stack layer by layer (driver → CUDA runtime → "
-                                        "cuDNN/cuBLAS → framework build) or validate the tables themselves.")
-    matrix_sub = matrix.add_subparsers(dest="matrix_command", metavar="SUBCOMMAND")
+    matrix_sub = add_command_group(sub, "matrix", help="check a driver/CUDA/cuDNN/framework stack against the tables",
+                                   description="Evaluate a CUDA stack layer by layer (driver → CUDA runtime → "
+                                               "cuDNN/cuBLAS → framework build) or validate the tables "
+                                               "themselves.")
     check = matrix_sub.add_parser("check", help="evaluate the observed or a hypothetical stack",
                                   description="Without version flags: the versions observed on this machine. "
                                               "With any flag: only the stack the flags describe (ask before "
@@ -66,7 +64,6 @@ def register(sub) -> None:
     validate.add_argument("--tables", metavar="DIR", help="validate the tables in DIR (files it lacks: packaged)")
     add_report_options(validate)
     validate.set_defaults(func=run_matrix_validate)
-    matrix.set_defaults(func=lambda args: _need_sub(matrix))
 
     device = sub.add_parser("device", help="choose cuda or cpu for torch, with the reason",
                             description="Print 'cuda' or 'cpu' and why (no driver, CUDA_ENABLE=0, "
@@ -80,11 +77,6 @@ def register(sub) -> None:
     device.add_argument("--timeout", type=timeout_seconds, default=60.0, metavar="S",
                         help="seconds the torch child may take (default 60)")
     device.set_defaults(func=run_device)
-
-
-def _need_sub(parser: argparse.ArgumentParser) -> int:
-    parser.print_help(sys.stderr)
-    return 2
 
 
 def run_probe(args: argparse.Namespace) -> int:
