@@ -7,6 +7,7 @@ raise DataError naming the file and row, so a broken edit is caught by `make tes
 from __future__ import annotations
 
 import csv
+import os
 import functools
 import sys
 from pathlib import Path
@@ -62,8 +63,12 @@ def load_csv(path: "str | Path", required: Iterable[str] = ("source",)) -> list[
 
 
 def _resolve(path: "str | Path") -> Path:
-    p = Path(path)
-    return p if p.is_absolute() or p.exists() else DATA_DIR / p
+    """A bare name as a str ("r_rules.toml") is a packaged table; a Path, or a str with a directory
+    part, is a file the caller named and is read as given. So a file in the working directory never
+    stands in for a packaged table, and a user's table never silently falls back to the packaged one."""
+    if isinstance(path, str) and os.sep not in path and (os.altsep or os.sep) not in path:
+        return DATA_DIR / path
+    return Path(path)
 
 
 def _checked(path: Path, index: int, row: Any, required: Iterable[str]) -> dict[str, Any]:

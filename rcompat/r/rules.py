@@ -123,7 +123,7 @@ def component_matches(name: str, spec: str, value: str | None) -> bool:
 
 def load_rules(path: "str | Path | None" = None) -> list[Rule]:
     """Every [[rule]] of the table, validated: a malformed row raises DataError naming it."""
-    source = path if path is not None else RULES_FILE
+    source = Path(path) if path is not None else RULES_FILE  # a Path: the caller's file, read as given
     rows = load_toml(source, "rule", required=_REQUIRED)
     rules, seen = [], set()
     for row in rows:

@@ -82,7 +82,7 @@ def load_symptoms(path: "str | Path | None" = None) -> list[Symptom]:
     """The symptom table, with every regex compiled (a bad one is a DataError naming the row)."""
     from rcompat.data import load_toml
 
-    rows = load_toml(path or SYMPTOMS_FILE, "symptom",
+    rows = load_toml(Path(path) if path else SYMPTOMS_FILE, "symptom",
                      required=("id", "title", "patterns", "cause", "confirm", "remedy", "source", "confidence"))
     symptoms, seen = [], set()
     for row in rows:

@@ -48,7 +48,7 @@ class Api:
 def load_apis(path: "str | Path | None" = None) -> list[Api]:
     from rcompat.data import load_toml
 
-    rows = load_toml(path or TABLE, "api", required=("id", "language", "pattern", "replacement", "source",
+    rows = load_toml(Path(path) if path else TABLE, "api", required=("id", "language", "pattern", "replacement", "source",
                                                      "confidence"))
     apis = []
     for row in rows:

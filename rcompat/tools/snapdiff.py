@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import fnmatch
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from rcompat.data import load_toml
@@ -87,7 +88,7 @@ def _stack_of(snap: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def load_risks(path: str | None = None) -> list[dict[str, Any]]:
-    rows = load_toml(path or "snapshot_risks.toml", "risk",
+    rows = load_toml(Path(path) if path else "snapshot_risks.toml", "risk",
                      required=("id", "keys", "change", "status", "title", "message", "remedy", "source",
                                "confidence"))
     for row in rows:

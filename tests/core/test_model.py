@@ -59,3 +59,20 @@ def test_json_keys_and_frame_columns_are_the_finding_fields():
     report = _report(Status.OK)
     assert tuple(report.findings[0].to_dict()) == FINDING_FIELDS
     assert tuple(report.to_frame().columns) == FINDING_FIELDS
+
+
+def test_a_users_table_path_is_read_as_given_and_never_falls_back(tmp_path, monkeypatch):
+    import pytest
+
+    from rcompat.data import load_toml
+    from rcompat.errors import DataError
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "r_rules.toml").write_text('[[rule]]\nid = "MINE"\nsource = "a test"\n')
+    packaged = load_toml("r_rules.toml", "rule")  # a bare str name: the packaged table
+    assert "MINE" not in {r["id"] for r in packaged}
+    from pathlib import Path
+
+    assert [r["id"] for r in load_toml(Path("r_rules.toml"), "rule")] == ["MINE"]  # a Path: the user's
+    with pytest.raises(DataError):
+        load_toml(Path("missing.toml"), "rule")  # not silently replaced by a packaged table
