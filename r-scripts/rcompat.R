@@ -4,8 +4,8 @@
 # the one reticulate binds: set RETICULATE_PYTHON to the virtualenv where rcompat is installed before
 # the first call (or call reticulate::use_python() yourself before sourcing this file).
 #
-# rcompat runs inside this R process, so it must not start a second R through rpy2: RCOMPAT_HOST=R is
-# set before Python starts, and what this R knows about itself (version, .libPaths(), package versions)
+# rcompat runs inside this R process, so it must not start a second R through rpy2: RCOMPAT_HOST_PID
+# names this process before Python starts in it, and what this R knows about itself (version, .libPaths(), package versions)
 # is handed to Python once. rcompat then probes R with an Rscript child instead of embedding R.
 
 .rcompat <- new.env(parent = emptyenv())
@@ -31,7 +31,7 @@ rcompat_bridge <- function() {
     stop("rcompat needs the reticulate package: install.packages(\"reticulate\")", call. = FALSE)
   if (!requireNamespace("jsonlite", quietly = TRUE))
     stop("rcompat needs the jsonlite package: install.packages(\"jsonlite\")", call. = FALSE)
-  Sys.setenv(RCOMPAT_HOST = "R")
+  Sys.setenv(RCOMPAT_HOST_PID = Sys.getpid())
   bridge <- tryCatch(reticulate::import("rcompat.tools.from_r", convert = TRUE), error = function(e) {
     stop("cannot import rcompat in the Python reticulate binds (",
          reticulate::py_config()$python, "): ", conditionMessage(e),

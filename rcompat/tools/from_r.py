@@ -6,15 +6,14 @@ evidence arrive as JSON text in a character column). JSON rather than reticulate
 because that conversion depends on the numpy/pandas versions of the bound Python and turns nested dicts
 into R environments.
 
-Inside R, rcompat must not start a second embedded R through rpy2. rcompat.R sets RCOMPAT_HOST=R
-before Python starts and passes what R knows about itself (R.version, .libPaths(), package versions)
+Inside R, rcompat must not start a second embedded R through rpy2. rcompat.R sets RCOMPAT_HOST_PID
+to its own pid before Python starts in it, and passes what R knows about itself (R.version, .libPaths(), package versions)
 through `set_host_facts()`; the R engine sees host_is_r() and probes R with an Rscript child, and the
 host facts are offered to it and to `snapshot` via `host_facts()`.
 """
 from __future__ import annotations
 
 import json
-import os
 from typing import Any, Iterable, Mapping
 
 from rcompat.model import Finding, Report
@@ -30,7 +29,6 @@ def set_host_facts(facts_json: str) -> dict[str, Any]:
     if not isinstance(facts, dict):
         raise ValueError("host facts must be a JSON object")
     _HOST_FACTS = facts
-    os.environ.setdefault("RCOMPAT_HOST", "R")
     return facts
 
 
@@ -40,9 +38,7 @@ def host_facts() -> dict[str, Any] | None:
 
 
 def host_is_r() -> bool:
-    """True when R embeds this Python: the R engine's process check, or RCOMPAT_HOST=R from rcompat.R."""
-    if os.environ.get("RCOMPAT_HOST", "").upper() == "R":
-        return True
+    """True when R embeds this Python; the R engine decides (libR mapped, or RCOMPAT_HOST_PID)."""
     from rcompat.r import host_is_r as engine_host_is_r
 
     return bool(engine_host_is_r())

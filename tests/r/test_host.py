@@ -42,3 +42,14 @@ def test_called_through_reticulate_uses_rscript_not_rpy2():
     hosted, engine, used, version = proc.stdout.strip().split("|")
     assert (hosted, engine, used) == ("TRUE", "rscript", "FALSE")
     assert version.startswith("R version")
+
+
+def test_rcompat_host_pid_marks_only_the_process_it_names(monkeypatch):
+    import os
+
+    from rcompat.r.host import HOST_PID_VARIABLE, r_host
+
+    monkeypatch.setenv(HOST_PID_VARIABLE, str(os.getpid()))
+    assert r_host().hosted_by_r
+    monkeypatch.setenv(HOST_PID_VARIABLE, str(os.getppid()))  # a child of the R host: not hosted
+    assert not r_host().hosted_by_r

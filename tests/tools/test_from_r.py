@@ -23,7 +23,7 @@ def test_testthat_suite_passes_from_r(rscript):
         pytest.skip("R packages testthat, reticulate and jsonlite are needed (Debian: r-cran-testthat, "
                     "r-cran-reticulate, r-cran-jsonlite)")
     env = dict(os.environ, RETICULATE_PYTHON=sys.executable, RCOMPAT_ROOT=str(REPO), NOT_CRAN="true")
-    env.pop("RCOMPAT_HOST", None)
+    env.pop("RCOMPAT_HOST_PID", None)
     run = subprocess.run(
         [rscript, "-e", 'testthat::test_dir("tests/testthat", stop_on_failure = TRUE, '
                         'reporter = testthat::SummaryReporter$new())'],
