@@ -13,6 +13,7 @@ import os
 import uuid
 from typing import Any, Mapping
 
+from rcompat.atomic import check_writable_target
 from rcompat.errors import UsageError
 from rcompat.isolate import run_python_child
 from rcompat.race.classify import SETUP, classify
@@ -47,9 +48,8 @@ def run(device: str = "auto", iterations: int = 20, workers: int = 4, mode: str 
     unknown = sorted(set(hooks or {}) - set(HOOKS))
     if unknown:
         raise UsageError(f"unknown race hook(s): {', '.join(unknown)}")
-    if trace and not os.path.isdir(os.path.dirname(os.path.abspath(trace))):
-        raise UsageError(f"cannot write trace {trace}: directory {os.path.dirname(os.path.abspath(trace))} "
-                         "does not exist")
+    if trace:  # before the trials run, not after
+        check_writable_target(trace)
     seed = int.from_bytes(os.urandom(4), "little") >> 1 if seed is None else int(seed)
     run_id = uuid.uuid4().hex[:12]
     config = {"device": device, "iterations": iterations, "workers": workers, "trials": trials,

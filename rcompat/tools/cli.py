@@ -9,7 +9,6 @@ import argparse
 import sys
 
 from rcompat.cli.common import emit_report, write_output
-from rcompat.errors import UsageError
 
 
 def _given_file(path: str | None, what: str) -> str | None:
@@ -41,13 +40,10 @@ def lock_check(args: argparse.Namespace) -> int:
 
 
 def snapshot_save(args: argparse.Namespace) -> int:
+    from rcompat.atomic import check_writable_target
     from rcompat.tools import snapshot
 
-    import os
-
-    directory = os.path.dirname(os.path.abspath(args.file))
-    if not os.path.isdir(directory):  # before minutes of probing, not after
-        raise UsageError(f"cannot write {args.file}: directory {directory} does not exist")
+    check_writable_target(args.file)  # before minutes of probing, not after
     sections = tuple(s for s in snapshot.SECTIONS if s not in args.skip)
     snap = snapshot.collect(sections=sections, timeout=args.timeout)
     path = snapshot.save(args.file, snap)
