@@ -3,18 +3,16 @@ from __future__ import annotations
 
 import argparse
 
-from rcompat.cli.common import add_report_options, emit_report, timeout_seconds, write_output
+from rcompat.cli.common import add_command_group, add_report_options, emit_report, timeout_seconds, write_output
 
 VERIFY_PACKAGES = ("torch", "keras", "keras3", "tensorflow")
 
 
 def register(sub) -> None:
-    p = sub.add_parser("r", help="R facts, torch/keras verification, R breakage rules",
-                       description="What R is installed, with which torch/keras/tensorflow/reticulate, "
-                                   "and does torch actually run. Everything that starts R runs in a "
-                                   "child process with a timeout.")
-    rsub = p.add_subparsers(dest="r_command", metavar="SUBCOMMAND")
-    p.set_defaults(func=lambda args: _help(p))
+    rsub = add_command_group(sub, "r", help="R facts, torch/keras verification, R breakage rules",
+                             description="What R is installed, with which torch/keras/tensorflow/reticulate, "
+                                         "and does torch actually run. Everything that starts R runs in a "
+                                         "child process with a timeout.")
 
     facts = rsub.add_parser("facts", help="print R facts (version, packages, compiler, reticulate's Python)",
                             description="Print R facts gathered by an rpy2 worker child (or an Rscript "
@@ -54,11 +52,6 @@ def register(sub) -> None:
     rules.add_argument("--file", metavar="TOML", help="rules file (default: rcompat/data/r_rules.toml)")
     add_report_options(rules)
     rules.set_defaults(func=run_rules)
-
-
-def _help(parser: argparse.ArgumentParser) -> int:
-    parser.print_help()
-    return 2
 
 
 def _add_r_options(parser: argparse.ArgumentParser) -> None:

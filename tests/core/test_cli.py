@@ -214,11 +214,15 @@ def test_command_group_alone_prints_its_help_to_stderr_and_exits_2(capsys):
     assert parser.parse_args(["grp", "leaf"]).func(None) == 0
 
 
-def test_command_modules_that_are_not_there_are_left_out():
+def test_a_missing_command_module_is_an_error_not_a_silently_missing_command():
     import argparse
+
+    import pytest
 
     from rcompat.cli.common import register_commands
 
     sub = argparse.ArgumentParser().add_subparsers()
-    register_commands(sub, ("rcompat.cli.no_such_commands", "rcompat.cli.doctor_cmd"))
+    register_commands(sub, ("rcompat.cli.doctor_cmd",))
     assert list(sub.choices) == ["doctor"]
+    with pytest.raises(ModuleNotFoundError):  # a broken install must show, not lose commands quietly
+        register_commands(sub, ("rcompat.cli.no_such_commands",))
