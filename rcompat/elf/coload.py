@@ -112,6 +112,7 @@ def coload(loaded, then, ld_library_path=None, global_loaded: "bool | list[bool]
         hazards += _interpositions(res, global_scope)
         process = [n.info for n in res.nodes]
         global_scope += [n.info for n in res.nodes[res.preloaded:]]  # then: loaded RTLD_GLOBAL too
+    reused = list(dict.fromkeys(reused))  # several objects of THEN may reuse one loaded library
     hazards += _duplicates(before, process)
     _demangle(failures)
     prediction = CoLoadPrediction(loaded, then, failures, hazards, reused)

@@ -13,7 +13,8 @@ def register(elf_sub) -> None:
                     "with ld.so's rules (soname reuse, global scope order, versions, RTLD_LOCAL/GLOBAL), "
                     "and print the errors ld.so would raise, silent hazards and whether the reverse order "
                     "works. Nothing is loaded. Exit 1 when loading would fail.",
-        usage="rcompat elf coload [options] FIRST... -- THEN...")
+        usage="rcompat elf coload [options] FIRST... [options] -- THEN...")
+    p.__class__ = _then_after_double_dash(type(p))
     p.add_argument("first", nargs="+", metavar="FIRST")
     p.add_argument("--then", nargs="+", metavar="THEN", default=None, help=argparse.SUPPRESS)
     p.add_argument("--local", action="store_true", help="FIRST were loaded RTLD_LOCAL (R's dyn.load default)")
@@ -24,12 +25,23 @@ def register(elf_sub) -> None:
     p.set_defaults(func=_coload)
 
 
+def _then_after_double_dash(parser_class: type) -> type:
+    """A parser that reads `-- THEN…` as `--then THEN…`. argparse gives all of FIRST to the first
+    positional at once, so with plain `--` an option between FIRST and `--` left THEN unparsed."""
+    class CoLoadParser(parser_class):
+        def parse_known_args(self, args=None, namespace=None):
+            if args is not None and "--" in args:
+                i = list(args).index("--")
+                args = [*args[:i], "--then", *args[i + 1:]]
+            return super().parse_known_args(args, namespace)
+
+    return CoLoadParser
+
+
 def split_args(argv_first: list[str], then: list[str] | None) -> tuple[list[str], list[str]]:
+    """FIRST and THEN; without `--`, the last library is THEN."""
     if then:
         return argv_first, then
-    if "--" in argv_first:
-        i = argv_first.index("--")
-        return argv_first[:i], argv_first[i + 1:]
     return argv_first[:-1], argv_first[-1:]
 
 

@@ -47,3 +47,13 @@ def test_help_texts(cli):
     for sub in ("symbols", "deps", "missing", "versions", "runtimes", "coload"):
         proc = cli("elf", sub, "--help")
         assert proc.returncode == 0 and "usage:" in proc.stdout
+
+
+def test_coload_takes_options_after_first_and_before_double_dash(cli, libs):
+    """`FIRST… --local -- THEN…` used to stop with "unrecognized arguments: -- THEN"."""
+    plain = cli("elf", "coload", "-f", "json", str(libs["core_v1"]), "--", str(libs["user"]))
+    mixed = cli("elf", "coload", str(libs["core_v1"]), "--local", "-f", "json", "--", str(libs["user"]))
+    assert plain.returncode == mixed.returncode == 1, mixed.stderr
+    first, second = json.loads(plain.stdout), json.loads(mixed.stdout)
+    assert first["then"] == second["then"] == [str(libs["user"])]
+    assert first["first_error"] == second["first_error"] and "core_new_feature" in first["first_error"]
