@@ -28,12 +28,16 @@ def check_own_maps(ctx) -> Iterable[Finding]:
 
 
 def check_serialized_trial(ctx) -> Iterable[Finding]:
+    from rcompat.r.rpy2_fit import rpy2_rows
+
     missing = [m for m in ("rpy2", "torch") if importlib.util.find_spec(m) is None]
     if missing:
         return [Finding(id="RACE-SERIALIZED", area=AREA, status=Status.SKIP,
                         title=f"race trial not run: {', '.join(missing)} not installed",
                         message="The trial embeds R through rpy2 next to Python torch.",
-                        remedy="pip install rpy2 torch (rpy2 3.5.x for R < 4.5)", source="issue 8")]
+                        remedy="pip install torch and the rpy2 that fits your R: "
+                               + "; ".join(f"R {row['R']}: {row['pip']}" for row in rpy2_rows()),
+                        source="issue 8; rpy2 pairing: the [[rpy2]] rows of rcompat/data/r_rules.toml")]
     from rcompat.race.runner import run
 
     result = run(**DOCTOR_TRIAL, timeout=min(float(ctx.timeout), DOCTOR_TRIAL_TIMEOUT_S))
