@@ -11,13 +11,14 @@ file's NEEDED list equals readelf's, and prints the ratio (rcompat / readelf ove
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import re
 import subprocess
 import sys
 import time
+
+from _common import torch_library  # benchmarks/ is sys.path[0] when a benchmark runs
 
 CHILD = """
 import json, sys, time
@@ -33,13 +34,6 @@ print(json.dumps({"seconds": elapsed, "needed": {n.path: list(n.info.needed) for
 _NEEDED = re.compile(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]")
 
 
-def default_lib() -> str:
-    spec = importlib.util.find_spec("torch")
-    if spec is None or not spec.submodule_search_locations:
-        raise SystemExit("torch is not installed; pass a library path")
-    return os.path.join(list(spec.submodule_search_locations)[0], "lib", "libtorch_python.so")
-
-
 def readelf_needed(path: str) -> list[str]:
     out = subprocess.run(["readelf", "-d", "-V", "-W", path], capture_output=True, text=True, check=True).stdout
     return _NEEDED.findall(out)
@@ -50,7 +44,7 @@ def main() -> int:
     ap.add_argument("lib", nargs="?")
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
-    lib = args.lib or default_lib()
+    lib = args.lib or torch_library("libtorch_python.so")
 
     runs = [json.loads(subprocess.run([sys.executable, "-c", CHILD, lib], capture_output=True, text=True,
                                       check=True).stdout) for _ in range(args.repeat)]

@@ -12,13 +12,13 @@ Asserts the same symbol set as nm, prints the ratios; the goal is table/nm <= 2 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
+
+from _common import best_of, torch_library  # benchmarks/ is sys.path[0] when a benchmark runs
 
 REPO = Path(__file__).resolve().parent.parent
 CHILD = """
@@ -33,28 +33,12 @@ print(json.dumps({"seconds": elapsed, "read": read, "count": len(lines)}))
 """
 
 
-def default_lib() -> str:
-    spec = importlib.util.find_spec("torch")
-    if spec is None or not spec.submodule_search_locations:
-        raise SystemExit("torch is not installed; pass a library path")
-    return os.path.join(list(spec.submodule_search_locations)[0], "lib", "libtorch_cpu.so")
-
-
-def best(fn, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return min(times)
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description="rcompat elf symbols vs nm -D --defined-only")
     ap.add_argument("lib", nargs="?")
     ap.add_argument("--repeat", type=int, default=5)
     args = ap.parse_args()
-    lib = args.lib or default_lib()
+    lib = args.lib or torch_library("libtorch_cpu.so")
 
     nm_out = subprocess.run(["nm", "-D", "--defined-only", lib], capture_output=True, text=True, check=True).stdout
     reference = {line for line in nm_out.splitlines() if line}
@@ -64,7 +48,7 @@ def main() -> int:
     ours = set(symbols(lib, defined=True).nm_lines())
     assert ours == reference, f"symbol sets differ: {len(ours ^ reference)} lines"
 
-    nm_s = best(lambda: subprocess.run(["nm", "-D", "--defined-only", lib], capture_output=True, check=True), args.repeat)
+    nm_s = best_of(args.repeat, lambda: subprocess.run(["nm", "-D", "--defined-only", lib], capture_output=True, check=True))
     lib_times, read_times = [], []
     for _ in range(args.repeat):
         out = json.loads(subprocess.run([sys.executable, "-c", CHILD, lib], capture_output=True, text=True,
@@ -72,8 +56,8 @@ def main() -> int:
         lib_times.append(out["seconds"])
         read_times.append(out["read"])
     lib_s, read_s = min(lib_times), min(read_times)
-    cli_s = best(lambda: subprocess.run([sys.executable, "-m", "rcompat", "elf", "symbols", "--defined", lib],
-                                        capture_output=True, check=True, cwd=str(REPO)), args.repeat)
+    cli_s = best_of(args.repeat, lambda: subprocess.run([sys.executable, "-m", "rcompat", "elf", "symbols", "--defined", lib],
+                                        capture_output=True, check=True, cwd=str(REPO)))
     print(f"{os.path.basename(lib)}: {len(reference)} defined dynamic symbols, same set as nm")
     print(f"nm -D --defined-only      {nm_s * 1000:7.1f} ms")
     print(f"rcompat.elf.symbols()     {read_s * 1000:7.1f} ms   ratio {read_s / nm_s:.2f}x (goal <= 2x; the table, imports included)")

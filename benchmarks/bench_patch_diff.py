@@ -9,34 +9,17 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
+from _common import best_of, torch_library  # benchmarks/ is sys.path[0] when a benchmark runs
+
 PATCHES = (0x1000, 0x1001, 0x2000000, 0x8000000)  # offsets whose byte is flipped
-
-
-def default_lib() -> Path:
-    import importlib.util
-
-    spec = importlib.util.find_spec("torch")
-    if spec is None or not spec.submodule_search_locations:
-        raise SystemExit("torch is not installed: pass a library path")
-    return Path(list(spec.submodule_search_locations)[0]) / "lib" / "libtorch_cpu.so"
-
-
-def best_of(n: int, fn) -> float:
-    times = []
-    for _ in range(n):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return min(times)
 
 
 def main(argv: list[str]) -> int:
     from rcompat.elf.patch import patch_diff
 
-    lib = Path(argv[0]) if argv else default_lib()
+    lib = Path(argv[0] if argv else torch_library("libtorch_cpu.so"))
     with tempfile.TemporaryDirectory() as tmp:
         original, patched = Path(tmp) / "orig.so", Path(tmp) / "patched.so"
         shutil.copyfile(lib, original)
