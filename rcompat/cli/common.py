@@ -54,6 +54,12 @@ def add_report_options(parser: argparse.ArgumentParser, formats=FORMATS, strict:
     parser.add_argument("--verbose", "-v", action="store_true", help="text format: show evidence and sources")
 
 
+def add_quiet_option(parser: argparse.ArgumentParser) -> None:
+    """--quiet of every long command: no progress line on stderr (none is shown when piped anyway)."""
+    parser.add_argument("--quiet", "-q", action="store_true",
+                        help="no progress on stderr (progress is shown only when stderr is a terminal)")
+
+
 def write_output(text: str, output: str | None) -> None:
     if output and output != "-":
         from rcompat.atomic import write_text_atomic
