@@ -12,7 +12,7 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "doctor", "device", "Finding", "Report", "Status"]
+__all__ = ["__version__", "doctor", "device", "render", "Finding", "Report", "Status"]
 
 from rcompat.model import Finding, Report, Status  # noqa: E402  (light: stdlib only)
 
@@ -22,6 +22,13 @@ def doctor(areas=None, *, timeout: float | None = None) -> Report:
     from rcompat.doctor import run_doctor
 
     return run_doctor(areas=areas, timeout=timeout)
+
+
+def render(report: Report, fmt: str = "text", **options) -> str:
+    """The report as text, json, markdown or junit (see rcompat.render)."""
+    from rcompat.render import render as render_report
+
+    return render_report(report, fmt, **options)
 
 
 def device(**kwargs):

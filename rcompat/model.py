@@ -2,7 +2,8 @@
 
 A probe gathers facts; a check turns facts into `Finding`s; a `Report` holds the findings of a run plus
 the raw facts they were derived from. Renderers (rcompat.render) and the pandas conversion read only
-this module's types, so an engine never needs to know how its output is shown.
+this module's types, so an engine never needs to know how its output is shown; and this module knows no
+renderer (`rcompat.render(report, fmt)` renders), so the dependency runs one way: render -> model.
 """
 from __future__ import annotations
 
@@ -160,8 +161,3 @@ class Report:
         import pandas as pd
 
         return pd.DataFrame([f.to_dict() for f in self.findings], columns=list(FINDING_FIELDS))
-
-    def render(self, fmt: str = "text", **options: Any) -> str:
-        from rcompat.render import render
-
-        return render(self, fmt, **options)

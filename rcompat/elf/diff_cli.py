@@ -94,5 +94,7 @@ def _patch_diff(args: argparse.Namespace) -> int:
     diff = patch_diff(args.original, args.patched, runs=args.hexdump, context=args.context)
     for warning in (diff.warnings if args.output or args.format != "text" else ()):
         sys.stderr.write(f"rcompat: warning: {warning}\n")
-    write_output(diff.render(args.format), args.output)
+    from rcompat.elf.patch_render import render_patch
+
+    write_output(render_patch(diff, args.format), args.output)
     return 0 if diff.identical else 1

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING
 
-from rcompat.elf.patch import ByteRun, SectionRow, SymbolMove, _diff_ranges, _region_runs
+from rcompat.elf.patch_bytes import MappedFile, diff_ranges, region_runs
 from rcompat.elf.patch_layout import Layout
+from rcompat.elf.patch_types import ByteRun, PatchDiff, SectionRow, SymbolMove
 
 if TYPE_CHECKING:
-    from rcompat.elf.patch import PatchDiff, _Mapped
     from rcompat.elf.reader import Section
 
 _SYMBOL_TABLES = {".dynsym", ".symtab", ".dynstr", ".strtab"}
@@ -36,11 +36,11 @@ def _attribute(run: ByteRun, old_lay: Layout | None, new_lay: Layout | None,
     return run
 
 
-def compare_whole(diff: "PatchDiff", old: "_Mapped", new: "_Mapped", lay: Layout | None,
+def compare_whole(diff: PatchDiff, old: MappedFile, new: MappedFile, lay: Layout | None,
                   new_lay: Layout | None, gap: int) -> None:
     """Same layout (or not both ELF): compare at equal file offsets, in large chunks."""
     n = min(old.size, new.size)
-    ranges, count = _diff_ranges(old.array[:n], new.array[:n], gap)
+    ranges, count = diff_ranges(old.array[:n], new.array[:n], gap)
     runs = [ByteRun(s, s, e - s, e - s) for s, e in ranges]
     if old.size != new.size:
         runs.append(ByteRun(n, n, old.size - n, new.size - n, note="truncated" if new.size < old.size else "appended"))
@@ -80,7 +80,7 @@ def _section_rows(old_lay: Layout, new_lay: Layout, runs: list[ByteRun]) -> list
     return rows
 
 
-def compare_by_sections(diff: "PatchDiff", old: "_Mapped", new: "_Mapped", old_lay: Layout, new_lay: Layout,
+def compare_by_sections(diff: PatchDiff, old: MappedFile, new: MappedFile, old_lay: Layout, new_lay: Layout,
                         gap: int) -> None:
     runs: list[ByteRun] = []
     total = 0
@@ -98,7 +98,7 @@ def compare_by_sections(diff: "PatchDiff", old: "_Mapped", new: "_Mapped", old_l
                 runs += [_attribute(r, old_lay, new_lay, a, b) for r in found]
                 total += count
                 continue
-        rel, count = _region_runs(old.array[ao:ao + asz], new.array[bo:bo + bsz], gap)
+        rel, count = region_runs(old.array[ao:ao + asz], new.array[bo:bo + bsz], gap)
         total += count
         for rs, rl, ns, nl in rel:
             run = ByteRun(ao + rs, bo + ns, rl, nl, section=name)
@@ -131,7 +131,7 @@ def _align_by_symbols(old, new, old_lay: Layout, new_lay: Layout, a: "Section", 
             continue
         if size == other[1] and ob[oa:oa + size] == nb[na:na + size]:
             continue
-        rel, n = _region_runs(old.array[oa:oa + size], new.array[na:na + other[1]], gap)
+        rel, n = region_runs(old.array[oa:oa + size], new.array[na:na + other[1]], gap)
         count += n
         note = f"resized {size} → {other[1]} bytes" if size != other[1] else ""
         for rs, rl, ns, nl in rel:
@@ -145,7 +145,7 @@ def _align_by_symbols(old, new, old_lay: Layout, new_lay: Layout, a: "Section", 
     return runs, count
 
 
-def symbol_moves(diff: "PatchDiff", old_lay: Layout, new_lay: Layout) -> list[SymbolMove]:
+def symbol_moves(diff: PatchDiff, old_lay: Layout, new_lay: Layout) -> list[SymbolMove]:
     if diff.mode == "bytes":
         if not any(r.section in _SYMBOL_TABLES for r in diff.runs):
             return []  # identical symbol tables at identical offsets: nothing can have moved

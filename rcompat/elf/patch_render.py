@@ -5,7 +5,7 @@ import json
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from rcompat.elf.patch import ByteRun, PatchDiff
+    from rcompat.elf.patch_types import ByteRun, PatchDiff
 
 MOVES_SHOWN = 20
 _MARK = {"same": " ", "moved": "~", "contents": "*", "added": "+", "removed": "-"}

@@ -113,18 +113,6 @@ class RaceResult:
                 rows.append({"mode": t.mode, "trial": t.index, **{c: op.get(c) for c in cols[2:]}})
         return pd.DataFrame(rows, columns=cols)
 
-    def chrome_trace(self) -> dict[str, Any]:
-        from rcompat.race.trace import chrome_trace
-
-        return chrome_trace(self)
-
-    def write_trace(self, path: str) -> str:
-        import json
-
-        from rcompat.atomic import write_text_atomic
-
-        return str(write_text_atomic(path, json.dumps(self.chrome_trace(), separators=(",", ":"))))
-
     # -- findings ---------------------------------------------------------------------------------
     def to_findings(self) -> list[Finding]:
         setup = self.setup_error()

@@ -69,7 +69,9 @@ def run(device: str = "auto", iterations: int = 20, workers: int = 4, mode: str 
         if result.setup_error() is not None:
             break
     if trace:
-        result.write_trace(trace)
+        from rcompat.race.trace import write_chrome_trace
+
+        write_chrome_trace(trace, result.trials, result.config)
     return result
 
 

@@ -8,24 +8,31 @@ in docs/race.md.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import json
+from typing import Any, Sequence
 
-if TYPE_CHECKING:  # pragma: no cover
-    from rcompat.race.result import RaceResult
+from rcompat.race.classify import TrialResult
 
 OP_ARGS = ("size_bytes", "device", "outcome", "error_type", "error", "worker", "iter", "seq",
            "requested_by", "ctx_before", "ctx_after", "ctx_switch")
 
 
-def chrome_trace(result: "RaceResult") -> dict[str, Any]:
-    starts = [t.start_ns for t in result.trials if t.start_ns is not None]
+def write_chrome_trace(path: str, trials: Sequence[TrialResult], config: dict[str, Any]) -> str:
+    """Write the trace atomically (a temp file, then rename); returns the path written."""
+    from rcompat.atomic import write_text_atomic
+
+    return str(write_text_atomic(path, json.dumps(chrome_trace(trials, config), separators=(",", ":"))))
+
+
+def chrome_trace(trials: Sequence[TrialResult], config: dict[str, Any]) -> dict[str, Any]:
+    starts = [t.start_ns for t in trials if t.start_ns is not None]
     origin = min(starts) if starts else 0
     events: list[dict[str, Any]] = []
 
     def us(t_ns: int) -> float:
         return round(max(t_ns - origin, 0) / 1000.0, 3)  # R console lines may predate the origin
 
-    for number, trial in enumerate(result.trials, 1):
+    for number, trial in enumerate(trials, 1):
         pid = number  # trial rows in run order; the real pid is in the row's name
         events.append({"name": "process_name", "ph": "M", "pid": pid, "tid": 0,
                        "args": {"name": f"{trial.mode} trial {trial.index} (pid {trial.pid}, seed {trial.seed}, {trial.outcome})"}})
@@ -51,7 +58,7 @@ def chrome_trace(result: "RaceResult") -> dict[str, Any]:
                            "tid": tid_of.get(failure.get("thread"), 0),
                            "args": {"kind": failure["kind"], "detail": failure.get("detail")}})
     return {"traceEvents": events, "displayTimeUnit": "ms",
-            "otherData": {"tool": "rcompat race", "config": result.config,
+            "otherData": {"tool": "rcompat race", "config": config,
                           "clock": "CLOCK_MONOTONIC, microseconds from the first trial's start"}}
 
 

@@ -9,6 +9,7 @@ import pytest
 from elftools.elf.elffile import ELFFile
 
 from rcompat.elf import ElfError, patch_diff
+from rcompat.elf.patch_render import render_patch
 
 
 def symbol_file_offset(path: Path, name: str) -> tuple[int, int, str]:
@@ -61,7 +62,7 @@ def test_patched_function_bytes_are_reported_exactly(demo, tmp_path):
     with open(demo["v1"], "rb") as fh:
         fh.seek(offset + 1)
         assert dumped_bytes(lines, "-", offset + 1, 3) == fh.read(3)
-    text = diff.render("text")
+    text = render_patch(diff, "text")
     assert f"offset {offset + 1:#x}, vaddr {value + 1:#x}, 3 bytes, in .text, demo_stable+0x1" in text
     rows = {r.name: r for r in diff.sections}
     assert rows[".text"].status == "contents" and rows[".data"].status == "same"
@@ -90,7 +91,7 @@ def test_insertion_is_aligned_by_symbols_not_reported_to_the_end(demo):
     old_hook, new_hook = symbol_file_offset(demo["v1"], "demo_hook")[1], symbol_file_offset(demo["inserted"], "demo_hook")[1]
     assert moves["demo_hook"].old_value == old_hook and moves["demo_hook"].new_value == new_hook
     assert moves["demo_hook"].delta > 0 and "demo_stable" not in moves
-    assert f"demo_hook {old_hook:#x} → {new_hook:#x}, +{new_hook - old_hook:#x}" in diff.render("text")
+    assert f"demo_hook {old_hook:#x} → {new_hook:#x}, +{new_hook - old_hook:#x}" in render_patch(diff, "text")
     rows = {r.name: r for r in diff.sections}
     assert rows[".text"].old.size < rows[".text"].new.size and rows[".fini"].status == "moved"
 
