@@ -3,46 +3,12 @@ its version needs, matched against the old and new builds of the library it link
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from rcompat.elf.abi_types import AbiDiff, AbiSymbol, DependentImpact, Exports, ImportProblem
+
 if TYPE_CHECKING:
-    from rcompat.elf.abi import AbiDiff, AbiSymbol, Exports
     from rcompat.elf.reader import ElfImage
-
-
-@dataclass(frozen=True)
-class ImportProblem:
-    name: str
-    version: str  # the version the dependent asks for; "" when its reference is unversioned
-    change: str  # removed | type | size | binding | visibility
-    detail: str
-
-    @property
-    def label(self) -> str:
-        return f"{self.name}@{self.version}" if self.version else self.name
-
-
-@dataclass
-class DependentImpact:
-    path: str
-    needs_old: bool  # its DT_NEEDED names the old build's SONAME
-    imports_checked: int = 0  # undefined symbols that bind to this library
-    broken_imports: list[ImportProblem] = field(default_factory=list)
-    affected_imports: list[ImportProblem] = field(default_factory=list)  # changed, still compatible
-    missing_versions: list[str] = field(default_factory=list)
-    soname_note: str = ""
-
-    @property
-    def broken(self) -> bool:
-        return bool(self.broken_imports or self.missing_versions)
-
-    def to_dict(self) -> dict:
-        return {"path": self.path, "broken": self.broken, "needs_old": self.needs_old,
-                "imports_checked": self.imports_checked,
-                "broken_imports": [p.__dict__ for p in self.broken_imports],
-                "affected_imports": [p.__dict__ for p in self.affected_imports],
-                "missing_versions": self.missing_versions, "soname_note": self.soname_note}
 
 
 def _by_name(symbols: "Exports") -> dict[str, list[tuple[str, str]]]:

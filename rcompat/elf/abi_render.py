@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from rcompat.model import Finding, Status
 
 if TYPE_CHECKING:
-    from rcompat.elf.abi import AbiDiff, SymbolChange
+    from rcompat.elf.abi_types import AbiDiff, SymbolChange
 
 AREA = "elf"
 _TAG = {"removed": "[D]", "added": "[A]"}
@@ -193,7 +193,8 @@ def render_markdown(diff: "AbiDiff", demangle: bool = True) -> str:
 
 def render_abi(diff: "AbiDiff", fmt: str = "text", demangle: bool = False, **_: object) -> str:
     if fmt == "json":
-        return json.dumps(diff.to_dict(), indent=2) + "\n"
+        data = {**diff.to_dict(), "findings": [f.to_dict() for f in abi_findings(diff)]}
+        return json.dumps(data, indent=2) + "\n"
     if fmt in ("markdown", "md"):
         return render_markdown(diff, demangle=True)
     if fmt == "text":

@@ -72,8 +72,10 @@ def _abi_diff(args: argparse.Namespace) -> int:
     from rcompat.cli.common import write_output
     from rcompat.elf.abi import abi_diff
 
+    from rcompat.elf.abi_render import render_abi
+
     diff = abi_diff(args.old, args.new, filter=args.filter, used_by=args.used_by)
-    write_output(diff.render(args.format, demangle=args.demangle), args.output)
+    write_output(render_abi(diff, args.format, demangle=args.demangle), args.output)
     return diff.exit_code
 
 

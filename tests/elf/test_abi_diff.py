@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from rcompat.elf import ElfError, abi_diff
+from rcompat.elf.abi_render import abi_findings, render_abi
 
 
 @pytest.fixture(scope="session")
@@ -78,7 +79,7 @@ def test_cxx_names_are_demangled_and_grouped_by_namespace_and_class(libc10_pair)
     activate = by_name["_ZN3c104impl17FakeTensorModeTLS8activateEv"]
     assert activate.demangled == "c10::impl::FakeTensorModeTLS::activate()"
     assert (activate.namespace, activate.scope) == ("c10", "c10::impl::FakeTensorModeTLS")
-    text = diff.render("text", demangle=True)
+    text = render_abi(diff, "text", demangle=True)
     assert "  c10:: (" in text and "    c10::impl::FakeTensorModeTLS (6)" in text
 
 
@@ -114,7 +115,7 @@ def test_frame_has_one_row_per_symbol_change(demo):
 
 
 def test_findings_name_each_kind_of_change(demo):
-    ids = {f.id: f.status.value for f in abi_diff(demo["v1"], demo["v2"], used_by=[demo["user_old_api"]]).findings()}
+    ids = {f.id: f.status.value for f in abi_findings(abi_diff(demo["v1"], demo["v2"], used_by=[demo["user_old_api"]]))}
     assert ids["abi.verdict"] == "fail" and ids["abi.soname"] == "fail" and ids["abi.removed"] == "fail"
     assert ids["abi.size"] == "fail" and ids["abi.binding"] == "warn" and ids["abi.needed"] == "warn"
     assert ids["abi.used_by.libuser_old_api.so"] == "fail"
