@@ -57,7 +57,7 @@ class Finding:
             "title": self.title,
             "message": self.message,
             "remedy": self.remedy,
-            "evidence": _jsonable(self.evidence),
+            "evidence": jsonable(self.evidence),
             "source": self.source,
             "confidence": self.confidence,
         }
@@ -71,14 +71,14 @@ class Finding:
 FINDING_FIELDS = tuple(f.name for f in fields(Finding))
 
 
-def _jsonable(value: Any) -> Any:
+def jsonable(value: Any) -> Any:
     """Evidence may hold paths, enums, tuples, sets: make it JSON-safe without losing meaning."""
     if isinstance(value, Mapping):
-        return {str(k): _jsonable(v) for k, v in value.items()}
+        return {str(k): jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
+        return [jsonable(v) for v in value]
     if isinstance(value, (set, frozenset)):
-        return sorted(_jsonable(v) for v in value)
+        return sorted(jsonable(v) for v in value)
     if isinstance(value, enum.Enum):
         return value.value
     if value is None or isinstance(value, (str, int, float, bool)):
@@ -140,7 +140,7 @@ class Report:
             "summary": {"counts": self.counts(), "exit_code": self.exit_code(),
                         "exit_code_strict": self.exit_code(strict=True)},
             "findings": [f.to_dict() for f in self.findings],
-            "facts": _jsonable(self.facts),
+            "facts": jsonable(self.facts),
         }
 
     @classmethod

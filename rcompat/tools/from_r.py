@@ -131,10 +131,10 @@ def frame_table(frame: Any, facts: Mapping[str, Any] | None = None) -> str:
 
 
 def table(records: list[dict[str, Any]], columns: list[str], facts: Mapping[str, Any] | None = None) -> str:
-    from rcompat.model import _jsonable
+    from rcompat.model import jsonable
 
     clean = [{c: _cell(r.get(c)) for c in columns} for r in records]
-    return json.dumps({"columns": columns, "records": clean, "facts": _jsonable(dict(facts or {}))})
+    return json.dumps({"columns": columns, "records": clean, "facts": jsonable(dict(facts or {}))})
 
 
 def _cell(value: Any) -> Any:
