@@ -11,3 +11,8 @@ class UsageError(RcompatError):
 
 class DataError(RcompatError):
     """A knowledge table in rcompat/data is malformed; names the file and the row."""
+
+
+class ImageError(RcompatError):
+    """An image or root filesystem given to `rcompat upgrade` is unusable: truncated, not an image, or a
+    member that would escape the root. Names the input and, where there is one, the layer and member."""
