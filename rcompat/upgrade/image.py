@@ -1,0 +1,285 @@
+"""An image's manifest, config and layer blobs, read without a container runtime.
+
+Four shapes hold the same three things (a manifest listing layer blobs in order, a config with `Env`,
+the layer tars):
+- `docker save` / `podman save` tarballs: `manifest.json` (`Config`, `RepoTags`, `Layers`) with
+  `<id>/layer.tar` (legacy) or `blobs/sha256/<hex>` (docker >= 25, an OCI layout inside the tar);
+- OCI archives (`podman save --format oci-archive`) and OCI image layout directories: `oci-layout`,
+  `index.json`, `blobs/<alg>/<hex>`;
+- a directory holding an unpacked `docker save`.
+The kind is told from the content. A layer is handed on as a window (descriptor, offset, size) into the
+file that holds it, so an uncompressed layer is read in place, never copied out of the tarball first.
+"""
+from __future__ import annotations
+
+import json
+import os
+import platform
+import posixpath
+import re
+import tarfile
+from dataclasses import dataclass, field
+
+from rcompat.errors import ImageError
+
+_MAX_JSON = 64 << 20  # a manifest or config larger than this is not one
+_END_OF_ARCHIVE = 1024  # two zero blocks end every tar archive
+_DIGEST = re.compile(r"^([a-z0-9]+(?:[+._-][a-z0-9]+)*):([a-zA-Z0-9=_-]+)$")
+_INDEX_TYPES = ("application/vnd.oci.image.index.v1+json",
+                "application/vnd.docker.distribution.manifest.list.v2+json")
+_ARCH = {"x86_64": "amd64", "aarch64": "arm64", "ppc64le": "ppc64le", "s390x": "s390x"}
+
+
+@dataclass(frozen=True)
+class Blob:
+    """`size` bytes at `offset` in the open file `fd`; `name` says which for messages."""
+
+    fd: int
+    offset: int
+    size: int
+    name: str
+
+
+@dataclass(frozen=True)
+class LayerRef:
+    blob: Blob
+    media_type: str = ""  # from an OCI descriptor; docker's legacy manifest has none
+
+
+@dataclass
+class ImagePlan:
+    kind: str  # "docker-archive" | "oci-layout"
+    label: str
+    env: dict[str, str]
+    layers: list[LayerRef]
+    notes: list[str] = field(default_factory=list)
+
+
+class TarContainer:
+    """The members of a tarball, located once by walking its headers (never its data)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._file = open(path, "rb")
+        try:
+            size = os.fstat(self._file.fileno()).st_size
+            with tarfile.open(fileobj=self._file, mode="r:") as tar:
+                members = tar.getmembers()
+                end = tar.offset
+            tail = os.pread(self._file.fileno(), _END_OF_ARCHIVE, end)
+            if end + _END_OF_ARCHIVE > size or tail.strip(b"\0"):
+                raise ImageError(f"{path}: truncated tarball (it ends after {size} bytes, inside or "
+                                 "just after a member, without the end-of-archive blocks)")
+        except (tarfile.TarError, EOFError) as exc:
+            self.close()
+            raise ImageError(f"{path}: truncated or not a tar archive ({exc})") from None
+        except BaseException:
+            self.close()
+            raise
+        self._members = {_key(m.name): m for m in members}
+
+    def names(self) -> set[str]:
+        return set(self._members)
+
+    def blob(self, name: str) -> Blob:
+        member = self._regular(name)
+        if member.issparse():
+            raise ImageError(f"{self.path}: member {name!r} is a sparse file, which no image writer makes")
+        return Blob(self._file.fileno(), member.offset_data, member.size, name)
+
+    def _regular(self, name: str) -> tarfile.TarInfo:
+        key = _key(name)
+        for _hop in range(16):  # docker's legacy save links a layer shared by two images to one copy
+            member = self._members.get(key)
+            if member is None:
+                raise ImageError(f"{self.path}: the manifest names {name!r}, which the tarball does not contain")
+            if member.isreg():
+                return member
+            if member.issym():
+                key = _key(posixpath.join(posixpath.dirname(key), member.linkname))
+            elif member.islnk():
+                key = _key(member.linkname)
+            else:
+                raise ImageError(f"{self.path}: {name!r} is not a regular file in the tarball")
+            if key.startswith("../"):
+                raise ImageError(f"{self.path}: {name!r} links outside the tarball")
+        raise ImageError(f"{self.path}: {name!r} is a loop of links")
+
+    def close(self) -> None:
+        self._file.close()
+
+
+class DirContainer:
+    """An OCI layout directory or an unpacked `docker save`: blobs are files under it."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._real = os.path.realpath(path)
+        self._fds: list[int] = []
+
+    def names(self) -> set[str]:
+        return {n for n in ("manifest.json", "index.json", "oci-layout")
+                if os.path.isfile(os.path.join(self.path, n))}
+
+    def blob(self, name: str) -> Blob:
+        full = os.path.realpath(os.path.join(self._real, name))
+        if not full.startswith(self._real + os.sep):
+            raise ImageError(f"{self.path}: the manifest names {name!r}, outside the image directory")
+        try:
+            fd = os.open(full, os.O_RDONLY | os.O_CLOEXEC)
+        except FileNotFoundError:
+            raise ImageError(f"{self.path}: the manifest names {name!r}, which the directory does not "
+                             "contain") from None
+        self._fds.append(fd)
+        return Blob(fd, 0, os.fstat(fd).st_size, name)
+
+    def close(self) -> None:
+        for fd in self._fds:
+            os.close(fd)
+        self._fds.clear()
+
+
+def is_image_dir(path: str) -> bool:
+    names = DirContainer(path).names()
+    if {"oci-layout", "index.json"} <= names:
+        return True
+    if "manifest.json" not in names:
+        return False
+    try:  # a root filesystem may hold an unrelated /manifest.json: only docker's list of images counts
+        with open(os.path.join(path, "manifest.json"), "rb") as fh:
+            data = json.loads(fh.read(_MAX_JSON))
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, list) and bool(data) and all(isinstance(e, dict) and "Layers" in e for e in data)
+
+
+def read_image(container: "TarContainer | DirContainer", name: str, selector: "str | None") -> ImagePlan:
+    names = container.names()
+    if "manifest.json" in names:
+        return _docker_archive(container, name, selector)
+    if "index.json" in names:
+        return _oci_layout(container, name, selector)
+    raise ImageError(f"{name}: not an image: no manifest.json (docker/podman save) or index.json (OCI "
+                     "layout) in it")
+
+
+def _docker_archive(container, name: str, selector: "str | None") -> ImagePlan:
+    manifest = _json(container, "manifest.json")
+    if not isinstance(manifest, list) or not manifest or not all(isinstance(e, dict) for e in manifest):
+        raise ImageError(f"{name}: manifest.json is not a list of images")
+    tagged = [(entry, list(entry.get("RepoTags") or [])) for entry in manifest]
+    entry, tags, notes = _choose(name, tagged, selector)
+    config_name, layer_names = entry.get("Config"), entry.get("Layers")
+    if not isinstance(config_name, str) or not isinstance(layer_names, list) \
+            or not all(isinstance(n, str) for n in layer_names):
+        raise ImageError(f"{name}: manifest.json entry without a Config name and a list of Layers")
+    layers = [LayerRef(container.blob(layer)) for layer in layer_names]
+    env = _env(_json(container, config_name), name)
+    return ImagePlan("docker-archive", _label(name, tags), env, layers, notes)
+
+
+def _oci_layout(container, name: str, selector: "str | None") -> ImagePlan:
+    index = _json(container, "index.json")
+    descriptors = index.get("manifests") if isinstance(index, dict) else None
+    if not isinstance(descriptors, list) or not descriptors or not all(isinstance(d, dict) for d in descriptors):
+        raise ImageError(f"{name}: index.json lists no manifests")
+    tagged = [(d, [t for t in (_annotation(d, "org.opencontainers.image.ref.name"),
+                               _annotation(d, "io.containerd.image.name")) if t]) for d in descriptors]
+    descriptor, tags, notes = _choose(name, tagged, selector)
+    manifest = _json(container, _blob_path(descriptor, name))
+    for _level in range(4):  # a multi-platform image: an index of manifests, one per platform
+        if not isinstance(manifest, dict):
+            raise ImageError(f"{name}: the image manifest {descriptor.get('digest')} is not an object")
+        if manifest.get("mediaType") not in _INDEX_TYPES and "manifests" not in manifest:
+            break
+        descriptor, note = _platform(manifest, name)
+        notes.append(note)
+        manifest = _json(container, _blob_path(descriptor, name))
+    config, layer_descriptors = manifest.get("config"), manifest.get("layers")
+    if not isinstance(config, dict) or not isinstance(layer_descriptors, list):
+        raise ImageError(f"{name}: image manifest without a config and a list of layers")
+    layers = []
+    for layer in layer_descriptors:
+        if not isinstance(layer, dict):
+            raise ImageError(f"{name}: a layer descriptor is not an object")
+        blob = container.blob(_blob_path(layer, name))
+        expected = layer.get("size")
+        if isinstance(expected, int) and expected != blob.size:
+            raise ImageError(f"{name}: layer {layer.get('digest')} is {blob.size} bytes where the manifest "
+                             f"says {expected}: truncated or corrupt")
+        layers.append(LayerRef(blob, str(layer.get("mediaType") or "")))
+    env = _env(_json(container, _blob_path(config, name)), name)
+    return ImagePlan("oci-layout", _label(name, tags), env, layers, notes)
+
+
+def _choose(name: str, tagged: list, selector: "str | None"):
+    """The image `selector` (a tag) names, or the first one, with a note when others were passed over."""
+    if selector:
+        for item, tags in tagged:
+            if selector in tags or any(t.endswith("/" + selector) for t in tags):
+                return item, tags, []
+        known = sorted({t for _item, tags in tagged for t in tags}) or ["(none)"]
+        raise ImageError(f"{name}: no image tagged {selector!r}; its tags: {', '.join(known)}")
+    item, tags = tagged[0]
+    notes = []
+    if len(tagged) > 1:
+        others = ", ".join(", ".join(t) or "untagged" for _i, t in tagged[1:])
+        notes.append(f"{name} holds {len(tagged)} images: read the first ({', '.join(tags) or 'untagged'}), "
+                     f"not {others}; choose one with {name}@TAG")
+    return item, tags, notes
+
+
+def _platform(index: dict, name: str):
+    descriptors = [d for d in index.get("manifests") or [] if isinstance(d, dict)]
+    if not descriptors:
+        raise ImageError(f"{name}: an image index without manifests")
+    arch = _ARCH.get(platform.machine(), platform.machine())
+    for d in descriptors:
+        p = d.get("platform") or {}
+        if p.get("os") == "linux" and p.get("architecture") == arch:
+            return d, f"multi-platform image: read the linux/{arch} manifest"
+    p = descriptors[0].get("platform") or {}
+    return descriptors[0], (f"multi-platform image without linux/{arch}: read the first manifest "
+                            f"({p.get('os', '?')}/{p.get('architecture', '?')})")
+
+
+def _blob_path(descriptor: dict, name: str) -> str:
+    match = _DIGEST.match(str(descriptor.get("digest", "")))
+    if not match:
+        raise ImageError(f"{name}: malformed digest {descriptor.get('digest')!r} in a descriptor")
+    if str(descriptor.get("mediaType", "")).endswith("+zstd"):
+        raise ImageError(f"{name}: layer {descriptor['digest']} is {descriptor['mediaType']}: zstd needs a "
+                         "package rcompat does not depend on; re-save the image with gzip or uncompressed layers")
+    return f"blobs/{match.group(1)}/{match.group(2)}"
+
+
+def _json(container, member: str):
+    blob = container.blob(member)
+    if blob.size > _MAX_JSON:
+        raise ImageError(f"{container.path}: {member} is {blob.size} bytes, too large for a manifest or config")
+    try:
+        return json.loads(os.pread(blob.fd, blob.size, blob.offset))
+    except ValueError as exc:
+        raise ImageError(f"{container.path}: {member} is not valid JSON ({exc})") from None
+
+
+def _env(config, name: str) -> dict[str, str]:
+    settings = config.get("config") if isinstance(config, dict) else None
+    variables = (settings or {}).get("Env") or []
+    if not isinstance(variables, list):
+        raise ImageError(f"{name}: the image config's Env is not a list")
+    return dict(str(v).partition("=")[::2] for v in variables)
+
+
+def _annotation(descriptor: dict, key: str) -> str:
+    annotations = descriptor.get("annotations")
+    return str(annotations.get(key, "")) if isinstance(annotations, dict) else ""
+
+
+def _label(name: str, tags: list[str]) -> str:
+    return f"{name} ({', '.join(tags)})" if tags else name
+
+
+def _key(name: str) -> str:
+    """A member name as the manifest would spell it ('./a//b' -> 'a/b'); one that climbs out starts '..'."""
+    return posixpath.normpath(name).lstrip("/")

@@ -1,0 +1,195 @@
+"""Writing an image's members under one directory without ever writing outside it.
+
+Member names come from untrusted tarballs. Two rules keep every write inside the root:
+- a name is split into components up front; an absolute name or a `..` component is refused
+  (`member_parts`), so no name can climb out lexically;
+- every directory on the way is opened relative to its parent with O_NOFOLLOW, and files, links and
+  symlinks are created relative to that directory's descriptor. A symlink met on the way is refused, so a
+  member `lib/evil.so` after a symlink `lib -> /tmp/outside` cannot land in /tmp/outside. Symlinks
+  themselves are created as given, whatever they point at: the ELF resolver reads them chroot-style.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+from collections import OrderedDict
+from typing import Callable, Collection
+
+from rcompat.errors import ImageError
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_NEW_FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+_OPEN_DIRS_KEPT = 64  # descriptors of recently used directories: most members share a parent
+
+
+def member_parts(name: str, what: str = "member") -> tuple[str, ...]:
+    """The components of a tar member name (`./usr/lib/` -> ('usr', 'lib')); ImageError for a name that
+    is absolute or climbs out with '..'."""
+    if name.startswith("/"):
+        raise ImageError(f"{what} {name!r} has an absolute path")
+    parts = tuple(p for p in name.split("/") if p not in ("", "."))
+    if ".." in parts:
+        raise ImageError(f"{what} {name!r} climbs out of the root ('..')")
+    return parts
+
+
+def rel(parts: "tuple[str, ...]") -> str:
+    return "/".join(parts)
+
+
+class RootWriter:
+    """Creates, replaces and removes entries under `root`, resolving names one component at a time."""
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+        self._root_fd = os.open(root, _DIR_FLAGS)
+        self._dirs: "OrderedDict[tuple[str, ...], int]" = OrderedDict()
+
+    def close(self) -> None:
+        self._forget_dirs()
+        os.close(self._root_fd)
+
+    def __enter__(self) -> "RootWriter":
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # -- directories ------------------------------------------------------------------------------
+    def dir_fd(self, parts: "tuple[str, ...]", create: bool) -> "int | None":
+        """A descriptor of the directory root/parts (owned by this writer's cache: use it at once, do
+        not close it). With `create`, missing directories are made and a file in the way is replaced;
+        without it, None when the directory is missing or is a file. A symlink in the way is an
+        ImageError either way: no image writer puts a member under a symlinked directory."""
+        if not parts:
+            return self._root_fd
+        cached = self._dirs.get(parts)
+        if cached is not None:
+            self._dirs.move_to_end(parts)
+            return cached
+        parent = self.dir_fd(parts[:-1], create)
+        if parent is None:
+            return None
+        name = parts[-1]
+        try:
+            fd = os.open(name, _DIR_FLAGS, dir_fd=parent)
+        except OSError:
+            kind = _kind(parent, name)
+            if kind == "dir":
+                raise  # a real directory that cannot be opened (permissions): not ours to hide
+            if kind == "symlink":
+                raise ImageError(f"a member's path goes through the symlink {rel(parts)!r} "
+                                 f"(-> {os.readlink(name, dir_fd=parent)}); links are never followed "
+                                 "while writing") from None
+            if not create:
+                return None
+            if kind == "file":
+                os.unlink(name, dir_fd=parent)  # an upper layer's directory hides a lower file
+            os.mkdir(name, 0o755, dir_fd=parent)
+            fd = os.open(name, _DIR_FLAGS, dir_fd=parent)
+        self._dirs[parts] = fd
+        if len(self._dirs) > _OPEN_DIRS_KEPT:
+            os.close(self._dirs.popitem(last=False)[1])
+        return fd
+
+    def mkdir(self, parts: "tuple[str, ...]") -> None:
+        """Make root/parts a directory, replacing a file or symlink there (an upper layer's directory)."""
+        parent = self.dir_fd(parts[:-1], create=True)
+        kind = _kind(parent, parts[-1])
+        if kind == "dir":
+            return
+        if kind is not None:
+            os.unlink(parts[-1], dir_fd=parent)
+        os.mkdir(parts[-1], 0o755, dir_fd=parent)
+
+    # -- entries ----------------------------------------------------------------------------------
+    def remove(self, parts: "tuple[str, ...]") -> bool:
+        """Remove root/parts, whatever it is (a directory with its contents); False when absent."""
+        if not parts:
+            raise ImageError("refusing to remove the root itself")
+        parent = self.dir_fd(parts[:-1], create=False)
+        return parent is not None and self._remove_at(parent, parts)
+
+    def _remove_at(self, parent: int, parts: "tuple[str, ...]") -> bool:
+        name = parts[-1]
+        kind = _kind(parent, name)
+        if kind is None:
+            return False
+        if kind == "dir":
+            shutil.rmtree(name, dir_fd=parent)  # descriptor-based: never follows a symlink inside
+            self._forget_dirs(under=parts)
+        else:
+            os.unlink(name, dir_fd=parent)
+        return True
+
+    def clear_dir(self, parts: "tuple[str, ...]", keep: Collection[str]) -> int:
+        """Opaque directory: remove everything under root/parts whose path is not in `keep` (the paths
+        the current layer wrote, with their ancestors). Returns how many entries went."""
+        cached = self.dir_fd(parts, create=False)
+        if cached is None:
+            return 0
+        fd = os.dup(cached)  # the cache may close its copy while the children are visited
+        try:
+            removed = 0
+            for name in sorted(os.listdir(fd)):
+                child = parts + (name,)
+                if rel(child) not in keep:
+                    removed += self._remove_at(fd, child)
+                elif _kind(fd, name) == "dir":
+                    removed += self.clear_dir(child, keep)
+            return removed
+        finally:
+            os.close(fd)
+
+    def write_file(self, parts: "tuple[str, ...]", mode: int, fill: Callable[[int], None]) -> None:
+        """Create root/parts afresh (replacing what is there) and let `fill(fd)` write its content.
+        The owner may always read and write it, so the temporary root can be removed."""
+        fd = os.open(parts[-1], _NEW_FILE_FLAGS, (mode & 0o755) | 0o600, dir_fd=self._fresh(parts))
+        try:
+            fill(fd)
+        finally:
+            os.close(fd)
+
+    def symlink(self, parts: "tuple[str, ...]", target: str) -> None:
+        os.symlink(target, parts[-1], dir_fd=self._fresh(parts))
+
+    def hardlink(self, parts: "tuple[str, ...]", target: "tuple[str, ...]") -> bool:
+        """Hard-link root/parts to root/target (a symlink target is linked as the symlink: linkat
+        never follows); False, and root/parts removed, when the target is not there."""
+        destination = os.dup(self._fresh(parts))
+        try:
+            source = self.dir_fd(target[:-1], create=False) if target else None
+            if source is None or _kind(source, target[-1]) in (None, "dir"):
+                return False
+            os.link(target[-1], parts[-1], src_dir_fd=source, dst_dir_fd=destination, follow_symlinks=False)
+            return True
+        finally:
+            os.close(destination)
+
+    def _fresh(self, parts: "tuple[str, ...]") -> int:
+        """The directory descriptor in which root/parts can now be created (whatever was there is gone)."""
+        if not parts:
+            raise ImageError("a member cannot replace the root directory")
+        parent = self.dir_fd(parts[:-1], create=True)
+        self._remove_at(parent, parts)
+        return parent
+
+    def _forget_dirs(self, under: "tuple[str, ...]" = ()) -> None:
+        for key in [k for k in self._dirs if k[:len(under)] == under]:
+            os.close(self._dirs.pop(key))
+
+
+def _kind(dir_fd: int, name: str) -> "str | None":
+    try:
+        mode = os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode
+    except FileNotFoundError:
+        return None
+    if stat.S_ISDIR(mode):
+        return "dir"
+    return "symlink" if stat.S_ISLNK(mode) else "file"
+
+
+def is_empty_dir(path: str) -> bool:
+    with os.scandir(path) as entries:
+        return next(entries, None) is None
