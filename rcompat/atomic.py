@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import os
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 from rcompat.errors import RcompatError
 
@@ -47,3 +49,24 @@ def write_text_atomic(path: "str | os.PathLike[str]", text: str, encoding: str =
             pass
         raise
     return target
+
+
+@contextmanager
+def replaced_atomically(path: "str | os.PathLike[str]", suffix: str = ".tmp") -> Iterator[Path]:
+    """Yield a temp path next to `path` for a library to write (e.g. numpy.savez); on success it is
+    synced and renamed onto `path`, on any error removed, so `path` is never half-written."""
+    target = check_writable_target(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=suffix, dir=target.parent)
+    os.close(fd)
+    try:
+        yield Path(tmp)
+        os.chmod(tmp, target.stat().st_mode & 0o7777 if target.exists() else 0o666 & ~_umask())
+        with open(tmp, "rb+") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise

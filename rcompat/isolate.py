@@ -140,13 +140,14 @@ def parse_json_lines(text: str) -> list[dict[str, Any]]:
 
 
 def run_python_child(module: str, args: Sequence[str] = (), *, timeout: float,
-                     env: Mapping[str, str] | None = None) -> ChildResult:
-    """Run `python -m module args…` with this interpreter (so the child sees the same packages) and
-    this very rcompat first on PYTHONPATH, even when it was put on sys.path by hand (reticulate)."""
+                     env: Mapping[str, str] | None = None, python: str | None = None) -> ChildResult:
+    """Run `python -m module args…` with this interpreter (so the child sees the same packages), or
+    with `python` (another venv's packages), and this very rcompat first on PYTHONPATH, even when it
+    was put on sys.path by hand (reticulate)."""
     package_parent = str(Path(__file__).resolve().parents[1])
     inherited = (env or {}).get("PYTHONPATH", os.environ.get("PYTHONPATH", ""))
     pythonpath = os.pathsep.join(p for p in (package_parent, inherited) if p)
-    return run_child([sys.executable, "-m", module, *args], timeout=timeout,
+    return run_child([python or sys.executable, "-m", module, *args], timeout=timeout,
                      env={**(env or {}), "PYTHONPATH": pythonpath})
 
 

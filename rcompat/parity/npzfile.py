@@ -1,0 +1,167 @@
+"""The parity record on disk: one `.npz` (numpy's zip of `.npy` arrays), read without pickle.
+
+Layout:
+  manifest           0-d unicode array holding JSON text (rcompat version, torch, device, threads, BLAS,
+                     cuDNN, TF32, seed, side, interpreter, and per case: status, message, outputs)
+  input/<name>       float64 inputs from one seeded NumPy generator, shared by every side
+  <case>_<dtype>     one array per output (`matmul_f32`, `mlp_backward_f64.grad_w1`)
+
+Every array is numeric and loaded with `allow_pickle=False`, so a file cannot run code when read. A file
+that is truncated, hand-edited, holds an object array, or is any other npz is refused with a one-line
+ParityFileError naming the file and what is wrong.
+"""
+from __future__ import annotations
+
+import json
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from rcompat.errors import RcompatError
+
+FORMAT = "rcompat-parity"
+FORMAT_VERSION = 1
+MANIFEST = "manifest"
+INPUT_PREFIX = "input/"
+# How each precision is stored: numpy has no bfloat16, and float32 holds every bfloat16 exactly.
+STORAGE_DTYPE = {"float64": "float64", "float32": "float32", "tfloat32": "float32",
+                 "float16": "float16", "bfloat16": "float32"}
+
+
+class ParityFileError(RcompatError):
+    """A file that is not a readable rcompat parity record."""
+
+
+@dataclass
+class ParityRecord:
+    manifest: dict[str, Any]
+    inputs: dict[str, Any] = field(default_factory=dict)    # name (without input/) -> ndarray
+    outputs: dict[str, Any] = field(default_factory=dict)   # output name -> ndarray
+    path: str = ""
+
+    def output_precisions(self) -> dict[str, str]:
+        """Output name -> precision (float32, tfloat32, bfloat16, …) as the manifest records it."""
+        return {name: precision for case in self.manifest.get("cases", {}).values()
+                for name, precision in case.get("outputs", {}).items()}
+
+    def case_of(self, output: str) -> str | None:
+        for case_id, case in self.manifest.get("cases", {}).items():
+            if output in case.get("outputs", {}):
+                return case_id
+        return None
+
+
+def write_record(path: "str | Path", record: ParityRecord) -> Path:
+    """Write `record` atomically (temp file + rename): inputs, outputs and the manifest."""
+    import numpy as np
+
+    from rcompat.atomic import replaced_atomically
+
+    arrays = {MANIFEST: np.array(json.dumps(record.manifest, sort_keys=True))}
+    arrays.update({INPUT_PREFIX + name: np.asarray(value) for name, value in record.inputs.items()})
+    arrays.update({name: np.asarray(value) for name, value in record.outputs.items()})
+    with replaced_atomically(path) as tmp:
+        with open(tmp, "wb") as fh:  # a file object: given a name, savez would append ".npz" to it
+            np.savez(fh, **arrays)
+    return Path(path)
+
+
+def read_record(path: "str | Path") -> ParityRecord:
+    """The record in `path`, every array loaded and checked against the manifest."""
+    from rcompat.inputs import file_problem
+
+    problem = file_problem(path)
+    if problem:
+        raise ParityFileError(f"cannot read parity record {path}: {problem}")
+    arrays = _load_arrays(path)
+    if MANIFEST not in arrays:
+        raise ParityFileError(f"{path}: an npz without a 'manifest' entry, not an rcompat parity record")
+    manifest = _decode_manifest(path, arrays.pop(MANIFEST))
+    inputs = {k[len(INPUT_PREFIX):]: v for k, v in arrays.items() if k.startswith(INPUT_PREFIX)}
+    outputs = {k: v for k, v in arrays.items() if not k.startswith(INPUT_PREFIX)}
+    record = ParityRecord(manifest=manifest, inputs=inputs, outputs=outputs, path=str(path))
+    _check_consistent(path, record)
+    return record
+
+
+def _load_arrays(path: "str | Path") -> dict[str, Any]:
+    import numpy as np
+
+    try:
+        with np.load(path, allow_pickle=False) as npz:
+            if not isinstance(npz, np.lib.npyio.NpzFile):
+                raise ParityFileError(f"{path}: a single .npy array, not an .npz parity record")
+            return {name: _numeric(path, name, npz[name]) for name in npz.files}
+    except ParityFileError:
+        raise
+    except AttributeError:  # np.load returned a plain ndarray (a bare .npy file): no context manager
+        raise ParityFileError(f"{path}: a single .npy array, not an .npz parity record") from None
+    except ValueError as exc:
+        text = str(exc)
+        if "pickle" in text.lower():
+            raise ParityFileError(f"{path}: holds pickled data (an object array or not numpy at all); "
+                                  "parity records hold numeric arrays only and are never unpickled") from None
+        raise ParityFileError(f"{path}: not a readable npz: {_one_line(text)}") from None
+    except (zipfile.BadZipFile, EOFError, OSError, KeyError) as exc:
+        raise ParityFileError(f"{path}: truncated or corrupt npz ({type(exc).__name__}: "
+                              f"{_one_line(str(exc))})") from None
+
+
+def _numeric(path: "str | Path", name: str, array: Any) -> Any:
+    if name == MANIFEST:
+        if array.dtype.kind != "U" or array.shape != ():
+            raise ParityFileError(f"{path}: 'manifest' is a {array.dtype} array of shape {array.shape}, "
+                                  "not the JSON text of an rcompat parity record")
+        return array
+    if array.dtype.kind not in "fiub":
+        raise ParityFileError(f"{path}: array {name!r} has dtype {array.dtype}, not a numeric one")
+    return array
+
+
+def _decode_manifest(path: "str | Path", array: Any) -> dict[str, Any]:
+    try:
+        manifest = json.loads(str(array[()]))
+    except ValueError as exc:
+        raise ParityFileError(f"{path}: the manifest is not valid JSON ({_one_line(str(exc))}); "
+                              "was the file edited by hand? Record it again") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        raise ParityFileError(f"{path}: the manifest does not say format {FORMAT!r}; "
+                              "not an rcompat parity record")
+    if manifest.get("format_version") != FORMAT_VERSION:
+        raise ParityFileError(f"{path}: parity format version {manifest.get('format_version')!r}; this "
+                              f"rcompat reads version {FORMAT_VERSION}")
+    cases = manifest.get("cases")
+    if not isinstance(cases, dict) or not all(isinstance(c, dict) and isinstance(c.get("outputs", {}), dict)
+                                              for c in cases.values()):
+        raise ParityFileError(f"{path}: the manifest's 'cases' is not a table of cases; record it again")
+    return manifest
+
+
+def _check_consistent(path: "str | Path", record: ParityRecord) -> None:
+    """Outputs named by the manifest and arrays in the file must be the same set: a difference means
+    the file was cut short or edited."""
+    named = set(record.output_precisions())
+    present = set(record.outputs)
+    if named - present:
+        raise ParityFileError(f"{path}: the manifest names output(s) missing from the file: "
+                              f"{', '.join(sorted(named - present)[:5])}; the file is incomplete")
+    if present - named:
+        raise ParityFileError(f"{path}: array(s) not in the manifest: {', '.join(sorted(present - named)[:5])}; "
+                              "the file was edited")
+    for name, precision in record.output_precisions().items():
+        expected = STORAGE_DTYPE.get(precision, precision)
+        if str(record.outputs[name].dtype) != expected:
+            raise ParityFileError(f"{path}: output {name!r} is stored as {record.outputs[name].dtype}, but the "
+                                  f"manifest says {precision}; the file was edited")
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())[:200]
+
+
+def describe_side(manifest: Mapping[str, Any]) -> str:
+    """`python torch 2.13.0+cpu on cpu, 2 threads` — how a record is named in messages."""
+    threads = manifest.get("threads")
+    return (f"{manifest.get('side', '?')} torch {manifest.get('torch_version', '?')} on "
+            f"{manifest.get('device', '?')}" + (f", {threads} thread{'s' if threads != 1 else ''}" if threads else ""))
