@@ -18,14 +18,17 @@ Modelled (glibc elf/dl-load.c, dl-deps.c, dl-lookup.c, dl-version.c):
   corruption. Protected symbols keep their own definition for references inside their object.
 Not modelled: lazy binding order (RTLD_NOW is assumed, as R and Python use), IFUNC resolvers,
 symbol lookups done with dlsym at run time, LD_PRELOAD, dlmopen namespaces.
+With a root filesystem (`root=`), every path is in-root and resolved inside it; the prediction's
+messages and evidence name in-root paths, as ld.so running in that root would.
 """
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
 
-from rcompat.elf.objinfo import ObjectInfo, read_object
+from rcompat.elf.objinfo import ObjectInfo
 from rcompat.elf.resolve import Resolution, Resolver
+from rcompat.elf.root import Root
 from rcompat.elf.symindex import SymbolIndex, readable_index
 
 HAZARD_TYPES = {"OBJECT", "TLS", "COMMON"}
@@ -75,15 +78,18 @@ class CoLoadPrediction:
 
 
 def coload(loaded, then, ld_library_path=None, global_loaded: "bool | list[bool]" = True,
-           reverse: bool = True, versions: "dict[str, str] | None" = None, host=()) -> CoLoadPrediction:
+           reverse: bool = True, versions: "dict[str, str] | None" = None, host=(),
+           root: "Root | str | None" = None) -> CoLoadPrediction:
     """Predict loading `then` into a process that already loaded `loaded` (lists of paths).
 
-    `host`: the executable/libraries the process starts with (python, libR.so), global."""
+    `host`: the executable/libraries the process starts with (python, libR.so), global.
+    `root`: the root filesystem to resolve inside (all paths in-root); None is this machine."""
     loaded, then = [os.fspath(p) for p in _listify(loaded)], [os.fspath(p) for p in _listify(then)]
     flags = global_loaded if isinstance(global_loaded, list) else [global_loaded] * len(loaded)
     host = [os.fspath(p) for p in _listify(host)] if host else []
     all_loaded, flags = host + loaded, [True] * len(host) + flags
-    resolver = Resolver(ld_library_path)
+    resolver = Resolver(ld_library_path, root=root)
+    show = resolver.root.inside
     process: list[ObjectInfo] = []
     global_scope: list[ObjectInfo] = []
     for path, is_global in zip(all_loaded, flags):
@@ -97,27 +103,28 @@ def coload(loaded, then, ld_library_path=None, global_loaded: "bool | list[bool]
     reused: list[str] = []
     before = list(process)
     for path in then:
-        refusal = _load_refusal(read_object(path), process[0] if process else None)
+        refusal = _load_refusal(resolver.read(path), process[0] if process else None, show)
         if refusal:  # dlopen() stops at the file itself; nothing of it is mapped
             failures.append(HardFailure("not loadable", refusal, path))
             continue
         res = resolver.resolve(path, preloaded=process)
-        reused += [f"{e.name} => {res.nodes[e.target].path}" for i, edges in res.edges.items() for e in edges
+        reused += [f"{e.name} => {res.display(res.nodes[e.target].path)}" for i, edges in res.edges.items() for e in edges
                    if e.reused and e.target is not None and e.target < res.preloaded]
         failures += [HardFailure("library not found", f"{m.name}: cannot open shared object file: No such file "
                                  "or directory", m.needed_by) for m in res.missing]
         failures += _version_failures(res)
         scope = _scope(global_scope, res)
         failures += _symbol_failures(res, scope)
-        hazards += _interpositions(res, global_scope)
+        hazards += _interpositions(res, global_scope, show)
         process = [n.info for n in res.nodes]
         global_scope += [n.info for n in res.nodes[res.preloaded:]]  # then: loaded RTLD_GLOBAL too
     reused = list(dict.fromkeys(reused))  # several objects of THEN may reuse one loaded library
-    hazards += _duplicates(before, process)
+    hazards += _duplicates(before, process, show)
     _demangle(failures)
     prediction = CoLoadPrediction(loaded, then, failures, hazards, reused)
     if reverse:
-        prediction.reverse = coload(then, loaded, ld_library_path, global_loaded=True, reverse=False, host=host)
+        prediction.reverse = coload(then, loaded, ld_library_path, global_loaded=True, reverse=False, host=host,
+                                    root=resolver.root)
     prediction.matching = matching_versions(versions)
     return prediction
 
@@ -125,13 +132,13 @@ def coload(loaded, then, ld_library_path=None, global_loaded: "bool | list[bool]
 ET_EXEC, ET_DYN = 2, 3
 
 
-def _load_refusal(info: ObjectInfo, process_kind: ObjectInfo | None) -> str | None:
+def _load_refusal(info: ObjectInfo, process_kind: ObjectInfo | None, show=str) -> str | None:
     """What ld.so's open_verify says when dlopen() is given a file it will not map (glibc
     elf/dl-load.c; the class is checked before the object type, as there)."""
     if process_kind is not None and info.bits != process_kind.bits:
-        return f"{info.path}: wrong ELF class: ELFCLASS{info.bits}"
+        return f"{show(info.path)}: wrong ELF class: ELFCLASS{info.bits}"
     if info.e_type not in (ET_EXEC, ET_DYN):
-        return f"{info.path}: only ET_DYN and ET_EXEC can be loaded"
+        return f"{show(info.path)}: only ET_DYN and ET_EXEC can be loaded"
     return None
 
 
@@ -182,11 +189,12 @@ def _symbol_failures(res: Resolution, scope) -> list[HardFailure]:
         for ref in own.references:
             if ref.weak or any(idx.lookup(ref.name, ref.version) for _info, idx in search):
                 continue
-            out.append(HardFailure("undefined symbol", ref.loader_message(node.path), node.path, ref.name))
+            out.append(HardFailure("undefined symbol", ref.loader_message(res.display(node.path)), node.path,
+                                   ref.name))
     return out
 
 
-def _interpositions(res: Resolution, global_scope: list[ObjectInfo]) -> list[Hazard]:
+def _interpositions(res: Resolution, global_scope: list[ObjectInfo], show=str) -> list[Hazard]:
     earlier = [(info, idx) for info in global_scope if (idx := readable_index(info.path)) is not None]
     out = []
     for node in res.nodes[res.preloaded:]:
@@ -196,9 +204,10 @@ def _interpositions(res: Resolution, global_scope: list[ObjectInfo]) -> list[Haz
         for info, idx in earlier:
             if info.soname and info.soname == node.info.soname and info.file_id != node.info.file_id:
                 shared = sorted(set(idx.definitions) & set(own.definitions))
-                out.append(Hazard("second copy", f"{node.path} is a second copy of {info.soname} (first: {info.path}); "
-                                  f"{len(shared)} of its exported symbols bind to the first copy's code and data",
-                                  {"first": info.path, "second": node.path, "shared": shared[:20],
+                out.append(Hazard("second copy", f"{show(node.path)} is a second copy of {info.soname} (first: "
+                                  f"{show(info.path)}); {len(shared)} of its exported symbols bind to the first "
+                                  "copy's code and data",
+                                  {"first": show(info.path), "second": show(node.path), "shared": shared[:20],
                                    "build_ids": [info.build_id, node.info.build_id]}))
         for name, defs in own.definitions.items():
             mine = defs[0]
@@ -212,20 +221,24 @@ def _interpositions(res: Resolution, global_scope: list[ObjectInfo]) -> list[Haz
                     local = " (protected: its own code keeps its copy, other objects use the first)" \
                         if mine.visibility == "PROTECTED" else ""
                     out.append(Hazard("interposition",
-                                      f"{name} is defined by {info.path} ({theirs.size} bytes) and by {node.path} "
-                                      f"({mine.size} bytes); the first binds for both{local}, so "
+                                      f"{name} is defined by {show(info.path)} ({theirs.size} bytes) and by "
+                                      f"{show(node.path)} ({mine.size} bytes); the first binds for both{local}, so "
                                       f"{os.path.basename(node.path)} reads or writes an object of the wrong size",
-                                      {"symbol": name, "first": info.path, "first_size": theirs.size,
-                                       "second": node.path, "second_size": mine.size}))
+                                      {"symbol": name, "first": show(info.path), "first_size": theirs.size,
+                                       "second": show(node.path), "second_size": mine.size}))
                 break
     return out
 
 
-def _duplicates(before: list[ObjectInfo], after: list[ObjectInfo]) -> list[Hazard]:
+def _duplicates(before: list[ObjectInfo], after: list[ObjectInfo], show=str) -> list[Hazard]:
     from rcompat.elf.runtimes import group_duplicates
 
     objects = [(info, "loaded" if info in before else "then") for info in after]
-    return [Hazard("duplicate runtime", d.describe() + ". " + d.why, d.to_dict()) for d in group_duplicates(objects)]
+    found = group_duplicates(objects)
+    for d in found:
+        for copy in d.copies:
+            copy.path = show(copy.path)
+    return [Hazard("duplicate runtime", d.describe() + ". " + d.why, d.to_dict()) for d in found]
 
 
 def _demangle(failures: list[HardFailure]) -> None:

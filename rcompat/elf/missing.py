@@ -5,7 +5,7 @@ resolution, breadth first); the first object with a matching definition wins. An
 non-weak symbol without a provider is what ld.so reports as `undefined symbol: NAME` at dlopen
 (R's dyn.load and Python's import both use RTLD_NOW). For those, directories outside the search
 path are scanned (--search, /usr/local/cuda*/lib64, pip's nvidia/*/lib) to name the library that
-would provide it.
+would provide it. With a root filesystem (`root=`), the load order and that search are both inside it.
 """
 from __future__ import annotations
 
@@ -14,9 +14,11 @@ import os
 import site
 import sysconfig
 from dataclasses import dataclass, field
+from typing import Callable
 
 from rcompat.elf.errors import ElfError
 from rcompat.elf.resolve import Resolution, Resolver
+from rcompat.elf.root import Root, as_root
 from rcompat.elf.symindex import Reference, SymbolIndex, readable_index, symbol_index
 
 
@@ -26,13 +28,17 @@ class ElsewhereProvider:
     soname: str | None
     version_ok: bool
     versions: list[str]
+    inside: str = ""  # the in-root path with a root (what messages name); else `path`
+
+    def __post_init__(self) -> None:
+        self.inside = self.inside or self.path
 
     def describe(self, ref: Reference) -> str:
         lib = self.soname or os.path.basename(self.path)
+        where = os.path.dirname(self.inside)
         if not self.version_ok:
-            return (f"{lib} in {os.path.dirname(self.path)} defines it only as "
-                    f"{', '.join(self.versions)}, not {ref.version}")
-        return f"is provided by {lib} in {os.path.dirname(self.path)}, which is not on the search path"
+            return f"{lib} in {where} defines it only as {', '.join(self.versions)}, not {ref.version}"
+        return f"is provided by {lib} in {where}, which is not on the search path"
 
 
 @dataclass
@@ -41,14 +47,15 @@ class MissingSymbol:
     needed_by: str  # path of the object with the undefined reference
     near_misses: list[str] = field(default_factory=list)  # loaded objects defining it in another version
     elsewhere: list[ElsewhereProvider] = field(default_factory=list)
+    display: Callable[[str], str] = field(default=str, repr=False, compare=False)  # host path -> shown path
 
     @property
     def name(self) -> str:
         return self.ref.name
 
     def loader_message(self) -> str:
-        """The text ld.so puts in the dlopen error."""
-        return self.ref.loader_message(self.needed_by)
+        """The text ld.so puts in the dlopen error (in-root paths with a root, as ld.so there would)."""
+        return self.ref.loader_message(self.display(self.needed_by))
 
     def explanation(self) -> str:
         parts = []
@@ -99,11 +106,12 @@ class MissingReport:
         return not self.missing and not self.resolution.missing
 
     def to_dict(self) -> dict:
-        return {"root": self.resolution.root.path, "bound": len(self.bindings),
+        show = self.resolution.display
+        return {"root": show(self.resolution.root.path), "bound": len(self.bindings),
                 "missing_libraries": [m.name for m in self.resolution.missing],
                 "missing_symbols": [{"name": m.name, "version": m.ref.version, "needed_by": m.needed_by,
                                      "loader_message": m.loader_message(), "explanation": m.explanation(),
-                                     "elsewhere": [e.path for e in m.elsewhere if e.version_ok]}
+                                     "elsewhere": [e.inside for e in m.elsewhere if e.version_ok]}
                                     for m in self.missing],
                 "weak_unresolved": len(self.weak_unresolved), "searched_elsewhere": self.searched_elsewhere}
 
@@ -132,26 +140,45 @@ def bind_all(resolution: Resolution, objects: "list[int] | None" = None,
             else:
                 near = [f"{os.path.basename(path)} ({', '.join(idx.versions_of(ref.name))})"
                         for path, idx in scope if ref.name in idx.definitions]
-                missing.append(MissingSymbol(ref, node.path, near))
+                missing.append(MissingSymbol(ref, node.path, near, display=resolution.display))
     return bindings, missing, weak
 
 
-def default_search_dirs() -> list[str]:
-    """Where CUDA and pip-installed NVIDIA libraries usually live, though not on the search path."""
-    dirs = sorted(glob.glob("/usr/local/cuda*/lib64")) + sorted(glob.glob("/usr/local/cuda*/targets/*/lib"))
+# Where pip puts packages in an image's Pythons (no interpreter of the root is run to ask it).
+ROOT_SITE_PACKAGES = ("/usr/lib/python3*/site-packages", "/usr/lib/python3/dist-packages",
+                      "/usr/local/lib/python3*/site-packages", "/usr/local/lib/python3*/dist-packages",
+                      "/opt/conda/lib/python3*/site-packages", "/opt/conda/envs/*/lib/python3*/site-packages",
+                      "/opt/venv/lib/python3*/site-packages", "/root/.local/lib/python3*/site-packages")
+
+
+def default_search_dirs(root: "Root | str | None" = None) -> list[str]:
+    """Where CUDA and pip-installed NVIDIA libraries usually live, though not on the search path;
+    with a non-host root, in-root directories of that root."""
+    fs = as_root(root)
+    dirs = fs.glob("/usr/local/cuda*/lib64") + fs.glob("/usr/local/cuda*/targets/*/lib")
+    if not fs.is_host:
+        return dirs + [d for pattern in ROOT_SITE_PACKAGES for d in fs.glob(f"{pattern}/nvidia/*/lib")]
     roots = set(site.getsitepackages() if hasattr(site, "getsitepackages") else [])
     roots.add(sysconfig.get_paths()["purelib"])
-    for root in sorted(roots):
-        dirs += sorted(glob.glob(os.path.join(root, "nvidia", "*", "lib")))
+    for site_dir in sorted(roots):
+        dirs += sorted(glob.glob(os.path.join(site_dir, "nvidia", "*", "lib")))
     return dirs
 
 
-def find_elsewhere(missing: list[MissingSymbol], dirs: list[str], skip: set[str]) -> None:
+def find_elsewhere(missing: list[MissingSymbol], dirs: list[str], skip: set[str],
+                   root: "Root | str | None" = None) -> None:
+    """Name, for each missing symbol, the libraries in `dirs` (in-root with a root) that define it;
+    `skip`: real host paths already looked at (the loaded objects)."""
     wanted = {m.name for m in missing}
     if not wanted:
         return
+    fs = as_root(root)
     for d in dirs:
-        for path in sorted(glob.glob(os.path.join(d, "*.so*"))):
+        try:
+            host_dir = fs.host(d)
+        except ElfError:
+            continue
+        for path in sorted(glob.glob(os.path.join(glob.escape(host_dir), "*.so*"))):
             real = os.path.realpath(path)
             if real in skip or os.path.isdir(real) or os.path.islink(path):
                 continue
@@ -164,7 +191,8 @@ def find_elsewhere(missing: list[MissingSymbol], dirs: list[str], skip: set[str]
             for m in missing:
                 if m.name in idx.definitions:
                     ok = idx.lookup(m.name, m.ref.version) is not None
-                    m.elsewhere.append(ElsewhereProvider(path, soname, ok, idx.versions_of(m.name)))
+                    m.elsewhere.append(ElsewhereProvider(path, soname, ok, idx.versions_of(m.name),
+                                                         os.path.join(d, os.path.basename(path))))
 
 
 def _soname(path: str) -> str | None:
@@ -175,14 +203,16 @@ def _soname(path: str) -> str | None:
 
 def missing(path: "str | os.PathLike[str]", search: "list[str] | tuple[str, ...]" = (),
             ld_library_path: "str | list[str] | None" = None, host: "list[str] | tuple[str, ...]" = (),
-            root_only: bool = False, search_defaults: bool = True) -> MissingReport:
-    """Bind every undefined symbol of `path` (and, unless root_only, of its closure)."""
-    resolver = Resolver(ld_library_path)
+            root_only: bool = False, search_defaults: bool = True, root: "Root | str | None" = None) -> MissingReport:
+    """Bind every undefined symbol of `path` (and, unless root_only, of its closure). With `root`,
+    `path`, `host` and `search` are in-root paths and everything is looked up inside that root."""
+    resolver = Resolver(ld_library_path, root=root)
+    fs = resolver.root
     preloaded = resolver.closure(list(host))
     resolution = resolver.resolve(path, preloaded=preloaded)
     objects = [resolution.root_index] if root_only else None
     bindings, lost, weak = bind_all(resolution, objects)
-    dirs = list(search) + (default_search_dirs() if search_defaults else [])
+    dirs = [d if fs.is_host else fs.locate(d) for d in search] + (default_search_dirs(fs) if search_defaults else [])
     loaded = {os.path.realpath(n.path) for n in resolution.nodes}
-    find_elsewhere(lost, dirs, set(loaded))
+    find_elsewhere(lost, dirs, set(loaded), root=fs)
     return MissingReport(resolution, bindings, lost, weak, dirs)

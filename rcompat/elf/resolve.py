@@ -19,126 +19,31 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
 
 from rcompat.elf.errors import ElfError
-from rcompat.elf.ldcache import DEFAULT_CACHE, load_cache
+from rcompat.elf.ldcache import DEFAULT_CACHE
+from rcompat.elf.ldconf import PLATFORMS
 from rcompat.elf.objinfo import ObjectInfo, read_object
+from rcompat.elf.resolution import (VIA_CACHE, VIA_DERIVED_CACHE, Attempt, Edge, MissingLibrary, Node,  # noqa: F401
+                                    Resolution)
+from rcompat.elf.root import Root, as_root
 
-# Loader defaults per (e_machine, class): multiarch triplet, $PLATFORM, non-multiarch lib dir name.
-# Source: glibc sysdeps/*/dl-machine.h (platform), Debian multiarch tuples, `ld.so --help` here.
-PLATFORMS = {(62, 64): ("x86_64-linux-gnu", "x86_64", "lib64"), (3, 32): ("i386-linux-gnu", "i686", "lib"),
-             (183, 64): ("aarch64-linux-gnu", "aarch64", "lib64"), (62, 32): ("x86_64-linux-gnux32", "x86_64", "libx32"),
-             (21, 64): ("powerpc64le-linux-gnu", "ppc64le", "lib64")}
 _DST = re.compile(r"\$(\{ORIGIN\}|ORIGIN|\{LIB\}|LIB|\{PLATFORM\}|PLATFORM)")
 
 
-@dataclass
-class Attempt:
-    path: str
-    via: str
-    outcome: str  # found | not found | wrong ELF class … | not an ELF file …
-
-
-@dataclass
-class Node:
-    index: int
-    requested: str  # the DT_NEEDED text (or the root's path)
-    info: ObjectInfo
-    via: str  # root | RPATH of X | LD_LIBRARY_PATH | RUNPATH of X | ld.so.cache | default directory | path
-    loader: int | None  # the node that caused it to be loaded (ld.so's l_loader)
-    names: set[str] = field(default_factory=set)  # names it answers to when reused
-
-    @property
-    def path(self) -> str:
-        return self.info.path
-
-
-@dataclass
-class Edge:
-    name: str
-    target: int | None  # None: not found
-    reused: bool = False
-
-
-@dataclass
-class MissingLibrary:
-    name: str
-    needed_by: str
-    attempts: list[Attempt]
-
-    @property
-    def searched_dirs(self) -> list[str]:
-        seen: dict[str, None] = {}
-        for a in self.attempts:
-            where = a.path if a.via == "ld.so.cache" else (os.path.dirname(a.path) or a.path)
-            seen.setdefault(f"{where} ({a.via})", None)
-        return list(seen)
-
-
-@dataclass
-class Resolution:
-    nodes: list[Node]  # load order (breadth first); nodes[0] is the root
-    edges: dict[int, list[Edge]]
-    missing: list[MissingLibrary]
-    attempts: dict[int, list[Attempt]]  # how each node was found
-    root_index: int = 0
-    preloaded: int = 0  # nodes[:preloaded] were in the process before the root was loaded
-
-    @property
-    def root(self) -> Node:
-        return self.nodes[self.root_index]
-
-    def load_order(self) -> list[ObjectInfo]:
-        return [n.info for n in self.nodes]
-
-    def by_soname(self) -> dict[str, Node]:
-        return {n.info.name: n for n in self.nodes}
-
-    def tree_lines(self, show_reused: bool = False) -> list[str]:
-        """libtree-like: each library under the one that loaded it, with the rule that found it;
-        `show_reused` also lists needed entries satisfied by an object loaded earlier."""
-        root = self.root
-        lines = [f"{root.info.name} ({root.path}) [{root.info.elf_class} {root.info.machine}]"]
-        self._tree(root.index, "", lines, show_reused)
-        for m in self.missing:
-            lines.append(f"not found: {m.name} (needed by {m.needed_by}); searched: "
-                         + ", ".join(m.searched_dirs or ["nothing"]))
-        return lines
-
-    def _tree(self, index: int, prefix: str, lines: list[str], show_reused: bool) -> None:
-        edges = [e for e in self.edges.get(index, []) if show_reused or not e.reused]
-        for k, edge in enumerate(edges):
-            last = k == len(edges) - 1
-            branch, child_prefix = ("└── ", "    ") if last else ("├── ", "│   ")
-            if edge.target is None:
-                lines.append(f"{prefix}{branch}{edge.name} => not found")
-                continue
-            node = self.nodes[edge.target]
-            if edge.reused:
-                lines.append(f"{prefix}{branch}{edge.name} => {node.path} [already loaded]")
-                continue
-            lines.append(f"{prefix}{branch}{edge.name} => {node.path} [{node.via}]")
-            self._tree(node.index, prefix + child_prefix, lines, show_reused)
-
-    def to_dict(self) -> dict:
-        return {
-            "root": self.root.path,
-            "load_order": [{"name": n.info.name, "requested": n.requested, "path": n.path, "via": n.via,
-                            "loader": self.nodes[n.loader].info.name if n.loader is not None else None,
-                            "soname": n.info.soname, "build_id": n.info.build_id} for n in self.nodes],
-            "missing": [{"name": m.name, "needed_by": m.needed_by, "searched": m.searched_dirs}
-                        for m in self.missing],
-        }
-
-
 class Resolver:
-    """One search configuration (environment, cache, defaults), reusable for many roots."""
+    """One search configuration (environment, cache, defaults, root filesystem), reusable for many
+    libraries. With a non-host `root`, every path the search tries is read inside it (see
+    rcompat.elf.root): RPATH/RUNPATH, LD_LIBRARY_PATH, the root's ld.so.cache, its default
+    directories; $ORIGIN is the in-root directory of the loader; this process's LD_LIBRARY_PATH is
+    not used unless passed."""
 
     def __init__(self, ld_library_path: "str | list[str] | None" = None, cache_path: str = DEFAULT_CACHE,
-                 default_dirs: list[str] | None = None, executable: "str | None" = None) -> None:
+                 default_dirs: list[str] | None = None, executable: "str | None" = None,
+                 root: "Root | str | None" = None) -> None:
+        self.root = as_root(root)
         if ld_library_path is None:
-            ld_library_path = os.environ.get("LD_LIBRARY_PATH", "")
+            ld_library_path = os.environ.get("LD_LIBRARY_PATH", "") if self.root.is_host else ""
         if isinstance(ld_library_path, str):
             # ld.so treats an empty element as the current directory.
             ld_library_path = ld_library_path.split(":") if ld_library_path else []
@@ -146,23 +51,33 @@ class Resolver:
         self.ld_library_path = list(ld_library_path)
         self.cache_path = cache_path
         self._default_dirs = default_dirs
-        self.executable = read_object(executable) if executable else None
+        self.executable, self._executable_inside = None, ""
+        if executable:
+            self._executable_inside = self.root.locate(executable)
+            self.executable = self._read_given(self._executable_inside)
 
     # -- public -------------------------------------------------------------------------------
-    def resolve(self, root: "str | os.PathLike[str]", preloaded: "list[ObjectInfo] | None" = None) -> Resolution:
-        """Load `root` (as dlopen(path) would); `preloaded` objects are already in the process."""
-        root_info = read_object(os.path.abspath(os.fspath(root)))
+    def resolve(self, path: "str | os.PathLike[str]", preloaded: "list[ObjectInfo] | None" = None) -> Resolution:
+        """Load `path` (as dlopen(path) would; in-root with a root); `preloaded` objects are already
+        in the process."""
+        inside = self.root.locate(path)
+        root_info = self._read_given(inside)
         nodes: list[Node] = []
         for info in preloaded or []:
             nodes.append(Node(len(nodes), info.path, info, "already loaded", None,
-                              {info.path, info.name, os.path.basename(info.path)}))
+                              {info.path, info.name, os.path.basename(info.path), self.root.inside(info.path)},
+                              inside=self.root.inside(info.path)))
         reused_root = self._find_loaded(nodes, root_info.path, root_info)
         first = len(nodes)
         if reused_root is None:
-            nodes.append(Node(first, root_info.path, root_info, "root", None,
-                              {root_info.path} | ({root_info.soname} if root_info.soname else set())))
+            nodes.append(Node(first, inside, root_info, "root", None,
+                              {root_info.path, inside} | ({root_info.soname} if root_info.soname else set()),
+                              inside=inside))
+        cache = self.root.ld_cache(self.cache_path)
         res = Resolution(nodes, {}, [], {}, root_index=first if reused_root is None else reused_root,
-                         preloaded=first)
+                         preloaded=first, root_fs=self.root,
+                         ld_cache=(f"derived from {self.root.inside(cache.path)}" if cache.layout == "derived"
+                                   else self.root.inside(cache.path)))
         queue = [first] if reused_root is None else []
         while queue:
             index = queue.pop(0)
@@ -184,13 +99,18 @@ class Resolver:
                     nodes[hit].names.add(name)
                     edges.append(Edge(name, hit, reused=True))
                     continue
+                found_at = attempts[-1].inside
                 node = Node(len(nodes), name, info, via, index,
-                            {name, info.path} | ({info.soname} if info.soname else set()))
+                            {name, info.path, found_at} | ({info.soname} if info.soname else set()), inside=found_at)
                 nodes.append(node)
                 res.attempts[node.index] = attempts
                 edges.append(Edge(name, node.index))
                 queue.append(node.index)
         return res
+
+    def read(self, path: "str | os.PathLike[str]") -> ObjectInfo:
+        """The facts of the object at `path` (in-root with a root), without resolving its needs."""
+        return self._read_given(self.root.locate(path))
 
     def closure(self, paths: "list[str] | tuple[str, ...]") -> list[ObjectInfo]:
         """Every object loaded by loading `paths` one after another (unique files, load order)."""
@@ -204,23 +124,40 @@ class Resolver:
         if self._default_dirs is not None:
             return list(self._default_dirs)
         triplet, _platform, libdir = PLATFORMS.get((info.e_machine, info.bits), ("", "", "lib"))
-        if triplet and os.path.isdir(f"/lib/{triplet}"):
+        if triplet and self.root.isdir(f"/lib/{triplet}"):
             return [f"/lib/{triplet}", f"/usr/lib/{triplet}", "/lib", "/usr/lib"]
         return [f"/{libdir}", f"/usr/{libdir}"] if libdir != "lib" else ["/lib", "/usr/lib"]
 
-    def expand(self, text: str, obj: ObjectInfo) -> str:
+    def expand(self, text: str, obj: ObjectInfo, origin: "str | None" = None) -> str:
+        """$ORIGIN, $LIB, $PLATFORM in `text`; `origin` is the loader's directory as found (in-root),
+        by default the directory of `obj.path`."""
         triplet, platform, libdir = PLATFORMS.get((obj.e_machine, obj.bits), ("", "", "lib"))
-        lib = f"lib/{triplet}" if triplet and os.path.isdir(f"/lib/{triplet}") else libdir
+        lib = f"lib/{triplet}" if triplet and self.root.isdir(f"/lib/{triplet}") else libdir
 
         def sub(m: re.Match) -> str:
             token = m.group(1).strip("{}")
             if token == "ORIGIN":
-                return os.path.dirname(os.path.abspath(obj.path))
+                return origin if origin is not None else os.path.dirname(os.path.abspath(obj.path))
             return lib if token == "LIB" else platform
 
         return _DST.sub(sub, text)
 
     # -- search -------------------------------------------------------------------------------
+    def _origin(self, inside: str) -> str:
+        """ld.so's l_origin: the directory of the name the object was opened under, symlinks kept.
+        On the host that string is normalised as before; in a root `..` must stay for chroot-style
+        resolution (after a symlinked directory it climbs from the link's target)."""
+        return os.path.dirname(os.path.abspath(inside) if self.root.is_host else inside)
+
+    def _read_given(self, inside: str) -> ObjectInfo:
+        """The object at a path the caller gave (errors name the in-root path with a root)."""
+        if self.root.is_host:
+            return read_object(inside)
+        try:
+            return read_object(self.root.host(inside))
+        except ElfError as exc:
+            raise ElfError(f"{inside} (in root {self.root.path})", exc.reason, exc.offset) from None
+
     @staticmethod
     def _find_loaded(nodes: list[Node], name: str, info: ObjectInfo | None = None) -> int | None:
         for n in nodes:
@@ -232,7 +169,7 @@ class Resolver:
         kind = loader.info
         attempts: list[Attempt] = []
         if "/" in name:
-            path = self.expand(name, kind)
+            path = self.expand(name, kind, self._origin(loader.inside))
             info = self._try(path, "path in DT_NEEDED", kind, attempts)
             return info, "path in DT_NEEDED", attempts
         for directory, via in self._search_dirs(loader, nodes):
@@ -240,13 +177,15 @@ class Resolver:
             if info is not None:
                 return info, via, attempts
         if not kind.nodeflib:
-            cached = load_cache(self.cache_path).lookup(name, kind.e_machine, kind.bits)
+            cache = self.root.ld_cache(self.cache_path)
+            via = VIA_DERIVED_CACHE if cache.layout == "derived" else VIA_CACHE
+            cached = cache.lookup(name, kind.e_machine, kind.bits)
             for entry in cached:
-                info = self._try(entry.path, "ld.so.cache", kind, attempts)
+                info = self._try(entry.path, via, kind, attempts)
                 if info is not None:
-                    return info, "ld.so.cache", attempts
+                    return info, via, attempts
             if not cached:
-                attempts.append(Attempt(self.cache_path, "ld.so.cache", "not found"))
+                attempts.append(Attempt(cache.path, via, "not found", self.root.inside(cache.path)))
             for directory in self.default_dirs(kind):
                 info = self._try(os.path.join(directory, name), "default directory", kind, attempts)
                 if info is not None:
@@ -262,34 +201,42 @@ class Resolver:
                 cursor = nodes[cursor.loader] if cursor.loader is not None else None
             for obj in chain:
                 if obj.info.rpath and not obj.info.runpath:
-                    dirs += [(self.expand(d, obj.info), f"RPATH of {obj.info.name}: {d}") for d in obj.info.rpath]
+                    dirs += [(self.expand(d, obj.info, self._origin(obj.inside)), f"RPATH of {obj.info.name}: {d}")
+                             for d in obj.info.rpath]
             exe = self.executable
             if exe is not None and exe.rpath and not exe.runpath:
-                dirs += [(self.expand(d, exe), f"RPATH of executable {exe.name}: {d}") for d in exe.rpath]
+                dirs += [(self.expand(d, exe, self._origin(self._executable_inside)),
+                          f"RPATH of executable {exe.name}: {d}") for d in exe.rpath]
         dirs += [(d, "LD_LIBRARY_PATH") for d in self.ld_library_path]
-        dirs += [(self.expand(d, loader.info), f"RUNPATH of {loader.info.name}: {d}") for d in loader.info.runpath]
+        dirs += [(self.expand(d, loader.info, self._origin(loader.inside)), f"RUNPATH of {loader.info.name}: {d}")
+                 for d in loader.info.runpath]
         return dirs
 
-    @staticmethod
-    def _try(path: str, via: str, kind: ObjectInfo, attempts: list[Attempt]) -> ObjectInfo | None:
+    def _try(self, inside: str, via: str, kind: ObjectInfo, attempts: list[Attempt]) -> ObjectInfo | None:
+        try:
+            path = self.root.host(inside)
+        except ElfError as exc:  # a symlink loop: open() fails with ELOOP and ld.so tries the next place
+            attempts.append(Attempt(inside, via, f"unusable: {exc.reason}", inside))
+            return None
         if not os.path.exists(path):
-            attempts.append(Attempt(path, via, "not found"))
+            attempts.append(Attempt(path, via, "not found", inside))
             return None
         try:
             info = read_object(path)
         except ElfError as exc:
-            attempts.append(Attempt(path, via, f"unusable: {exc.reason}"))
+            attempts.append(Attempt(path, via, f"unusable: {exc.reason}", inside))
             return None
         if not info.same_kind(kind):
             attempts.append(Attempt(path, via, f"skipped: wrong ELF class/machine ({info.elf_class} "
-                                               f"{info.machine}, need {kind.elf_class} {kind.machine})"))
+                                               f"{info.machine}, need {kind.elf_class} {kind.machine})", inside))
             return None
-        attempts.append(Attempt(path, via, "found"))
+        attempts.append(Attempt(path, via, "found", inside))
         return info
 
 
 def deps(path: "str | os.PathLike[str]", ld_library_path: "str | list[str] | None" = None,
          cache_path: str = DEFAULT_CACHE, default_dirs: list[str] | None = None,
-         executable: str | None = None) -> Resolution:
-    """The dependency closure of `path` in ld.so's load order, with how each was found."""
-    return Resolver(ld_library_path, cache_path, default_dirs, executable).resolve(path)
+         executable: str | None = None, root: "Root | str | None" = None) -> Resolution:
+    """The dependency closure of `path` in ld.so's load order, with how each was found; with `root`,
+    resolved inside that root filesystem (`path` in-root)."""
+    return Resolver(ld_library_path, cache_path, default_dirs, executable, root).resolve(path)

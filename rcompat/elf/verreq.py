@@ -5,6 +5,9 @@ older libstdc++ first.
 ld.so checks these at load time (glibc elf/dl-version.c): a non-weak requirement on a loaded file
 that lacks the version node is a hard error, printed as
 `PROVIDER: version `VER' not found (required by OBJECT)`.
+
+With a root filesystem (the resolution's `root_fs`), the copies that would satisfy a requirement are
+looked for inside that root, and messages name in-root paths; the paths kept in the data stay host paths.
 """
 from __future__ import annotations
 
@@ -13,10 +16,12 @@ import os
 import re
 import sys
 from dataclasses import dataclass, field
+from typing import Callable
 
 from rcompat.elf.errors import ElfError
 from rcompat.elf.objinfo import ObjectInfo, read_object
 from rcompat.elf.resolve import Resolution, Resolver
+from rcompat.elf.root import Root, as_root
 
 # Version-node families that users meet in error messages; anything else is still checked.
 FAMILY = re.compile(r"^(GLIBCXX|CXXABI|GLIBC|GCC|OMP|GOMP|libcudart\.so|libcublas(?:Lt)?\.so|CUDA|libnvrtc\.so)"
@@ -36,10 +41,12 @@ class UnmetVersion:
     provider: str  # path of the loaded file that lacks it
     required_by: str
     weak: bool
+    display: Callable[[str], str] = field(default=str, repr=False, compare=False)  # host path -> shown path
 
     def loader_message(self) -> str:
         # glibc 2.36's wording (Debian 12); verified against the real loader in tests/elf.
-        return f"{self.provider}: version `{self.version}' not found (required by {self.required_by})"
+        return (f"{self.display(self.provider)}: version `{self.version}' not found "
+                f"(required by {self.display(self.required_by)})")
 
 
 @dataclass
@@ -66,8 +73,11 @@ class VersionReport:
         return not [u for u in self.unmet if not u.weak]
 
     def to_dict(self) -> dict:
+        show = self.resolution.display
         return {"unmet": [u.loader_message() for u in self.unmet],
-                "families": [f.__dict__ for f in self.families]}
+                "families": [{**f.__dict__, "needed_by": show(f.needed_by),
+                              "provider": show(f.provider) if f.provider else None,
+                              "alternatives": [show(a) for a in f.alternatives]} for f in self.families]}
 
 
 def check_versions(resolution: Resolution, find_alternatives: bool = True) -> VersionReport:
@@ -85,7 +95,7 @@ def check_versions(resolution: Resolution, find_alternatives: bool = True) -> Ve
             if not provider.version_defs:
                 no_info.append((provider.path, node.path))
             elif version not in provider.version_defs:
-                unmet.append(UnmetVersion(version, provider.path, node.path, weak))
+                unmet.append(UnmetVersion(version, provider.path, node.path, weak, display=resolution.display))
             fam, key = version_key(version)
             if key:
                 current = newest.get((file, fam))
@@ -101,7 +111,8 @@ def check_versions(resolution: Resolution, find_alternatives: bool = True) -> Ve
             if f == file and version_key(v)[0] == fam)
         status = FamilyStatus(file, fam, version, needed_by, provider.path if provider else None, top, ok)
         if not ok and find_alternatives:
-            status.alternatives = satisfying_copies(file, _needed_versions(resolution, file), provider)
+            status.alternatives = satisfying_copies(file, _needed_versions(resolution, file), provider,
+                                                    root=resolution.root_fs)
         families.append(status)
     return VersionReport(resolution, unmet, families, no_info)
 
@@ -110,8 +121,25 @@ def _needed_versions(resolution: Resolution, file: str) -> set[str]:
     return {v for n in resolution.nodes for f, v, w in n.info.version_needs if f == file and not w}
 
 
-def candidate_dirs() -> list[str]:
-    """Where another copy of a runtime library (libstdc++, libgomp) commonly lives."""
+# The same places inside another root: its system, R and conda directories (not this machine's
+# environment, home or interpreter).
+ROOT_CANDIDATE_DIRS = ("/usr/lib/x86_64-linux-gnu", "/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib",
+                       "/usr/local/lib", "/usr/lib/R/lib", "/usr/local/lib/R/lib", "/opt/conda/lib",
+                       "/opt/conda/envs/*/lib", "/root/miniconda3/lib", "/root/miniconda3/envs/*/lib",
+                       "/root/.local/share/r-miniconda/envs/*/lib")
+
+
+def candidate_dirs(root: "Root | str | None" = None) -> list[str]:
+    """Where another copy of a runtime library (libstdc++, libgomp) commonly lives; with a non-host
+    root, in-root directories of that root."""
+    fs = as_root(root)
+    if not fs.is_host:
+        seen_in_root: dict[str, str] = {}
+        for pattern in ROOT_CANDIDATE_DIRS:
+            for d in fs.glob(pattern):
+                if fs.isdir(d):
+                    seen_in_root.setdefault(fs.host(d), d)
+        return list(seen_in_root.values())
     dirs = ["/usr/lib/x86_64-linux-gnu", "/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib", "/usr/local/lib",
             "/usr/lib/R/lib", os.path.join(sys.prefix, "lib"), os.path.join(sys.base_prefix, "lib")]
     for var in ("CONDA_PREFIX", "R_HOME", "VIRTUAL_ENV"):
@@ -130,10 +158,16 @@ def candidate_dirs() -> list[str]:
 
 
 def satisfying_copies(soname: str, needed: set[str], current: ObjectInfo | None,
-                      dirs: list[str] | None = None) -> list[str]:
+                      dirs: list[str] | None = None, root: "Root | str | None" = None) -> list[str]:
+    """Host paths of copies of `soname` in `dirs` (in-root with a root) that define every version in
+    `needed`."""
+    fs = as_root(root)
     out = []
-    for d in dirs if dirs is not None else candidate_dirs():
-        path = os.path.join(d, soname)
+    for d in dirs if dirs is not None else candidate_dirs(fs):
+        try:
+            path = fs.host(os.path.join(d, soname))
+        except ElfError:
+            continue
         if not os.path.exists(path):
             continue
         try:
@@ -147,5 +181,7 @@ def satisfying_copies(soname: str, needed: set[str], current: ObjectInfo | None,
     return out
 
 
-def versions(path: "str | os.PathLike[str]", ld_library_path: "str | list[str] | None" = None) -> VersionReport:
-    return check_versions(Resolver(ld_library_path).resolve(path))
+def versions(path: "str | os.PathLike[str]", ld_library_path: "str | list[str] | None" = None,
+             root: "Root | str | None" = None) -> VersionReport:
+    """Version requirements of `path` and its closure; with `root`, resolved inside that root."""
+    return check_versions(Resolver(ld_library_path, root=root).resolve(path))
