@@ -1,0 +1,145 @@
+"""Findings about carried objects, NEW's frameworks and ABI drift. Only what the upgrade introduces
+fails; what was already broken in OLD is one `warn` marked pre-existing."""
+from __future__ import annotations
+
+import os
+import re
+
+from rcompat.model import Finding, Status
+
+AREA = "upgrade"
+SOURCE_REBIND = "rcompat upgrade: static rebinding (ld.so rules: glibc elf/dl-load.c, dl-lookup.c, dl-version.c)"
+SOURCE_NEEDED = "rcompat upgrade: NEW's framework libraries resolved inside NEW (ld.so search rules)"
+SOURCE_COLOAD = "rcompat upgrade: co-loading prediction (rcompat.elf.coload) inside NEW"
+SOURCE_ABI = "rcompat upgrade: exported-ABI diff (rcompat.elf.abi, counted like abidiff) with the carried objects as users"
+SHOWN = 8  # names listed in a message; the evidence holds them all
+
+
+def _listed(items: list[str]) -> str:
+    more = f" and {len(items) - SHOWN} more" if len(items) > SHOWN else ""
+    return "; ".join(items[:SHOWN]) + more
+
+
+def carried_findings(carried, rebindings: list) -> list[Finding]:
+    out = []
+    broken = [rb for rb in rebindings if rb.breaks]
+    for rb in broken:
+        parts = []
+        if rb.missing:
+            parts.append("cannot find " + ", ".join(f"{m.name} (needed by {m.needed_by})" for m in rb.missing))
+        if rb.unmet:
+            parts.append("version nodes missing: " + ", ".join(f"{u.version} (not in {u.provider})" for u in rb.unmet))
+        if rb.unbound:
+            parts.append(f"{len(rb.unbound)} undefined symbol(s): " + _listed([
+                f"{u.label()}" + (f" (provided in OLD by {os.path.basename(u.old_provider)})" if u.old_provider else "")
+                for u in rb.unbound]))
+        out.append(Finding(
+            "UPGRADE-CARRIED-BREAKS", AREA, Status.FAIL, f"{rb.inside} fails to load in NEW",
+            message="; ".join(parts) + ". ld.so would say: " + _first_loader_error(rb),
+            remedy=("Rebuild it against NEW's libraries (reinstall the extension / R package inside NEW, e.g. "
+                    "pip install --no-binary / torch::install_torch()), or keep OLD's versions of the libraries "
+                    "it names"),
+            evidence=rb.to_dict(), source=SOURCE_REBIND, confidence="high"))
+    for rb in rebindings:
+        if rb.pre_existing:
+            out.append(_pre_existing(rb.inside, [m.name for m in rb.pre_missing],
+                                     [u.label() for u in rb.pre_unbound], [u.version for u in rb.pre_unmet],
+                                     rb.to_dict()["pre_existing"]))
+    for inside, names in sorted(carried.unchanged_missing.items()):
+        out.append(_pre_existing(inside, names, [], [], {"missing_libraries": names}))
+    ok_count = len(rebindings) - len(broken)
+    summary = (f"{len(carried.identical)} identical objects in both roots; {len(carried.rebound)} with a changed "
+               f"dependency closure rebound against NEW" + (f", {len(carried.mapped)} mapped by --carry" if carried.mapped else ""))
+    status = Status.FAIL if broken else Status.OK
+    title = (f"{len(broken)} of {len(rebindings)} carried objects fail to load in NEW" if broken
+             else f"{ok_count} carried objects bind in NEW" if rebindings else "no carried object needs rebinding")
+    out.insert(0, Finding("UPGRADE-CARRIED", AREA, status, title, message=summary,
+                          remedy="see the UPGRADE-CARRIED-BREAKS findings" if broken else "",
+                          evidence=carried.to_dict(), source=SOURCE_REBIND, confidence="high"))
+    return out
+
+
+def _first_loader_error(rb) -> str:
+    if rb.missing:
+        return f"{rb.missing[0].name}: cannot open shared object file: No such file or directory"
+    if rb.unmet:
+        return f"{rb.unmet[0].provider}: version `{rb.unmet[0].version}' not found (required by {rb.inside})"
+    u = rb.unbound[0]
+    return f"{rb.inside}: undefined symbol: {u.name}" + (f", version {u.version}" if u.version else "")
+
+
+def _pre_existing(inside: str, libs: list[str], symbols: list[str], versions: list[str], evidence: dict) -> Finding:
+    parts = ([f"cannot find {', '.join(libs)}"] if libs else []) + \
+            ([f"{len(symbols)} undefined symbol(s): {_listed(symbols)}"] if symbols else []) + \
+            ([f"version nodes missing: {', '.join(versions)}"] if versions else [])
+    return Finding("UPGRADE-CARRIED-PREEXISTING", AREA, Status.WARN, f"{inside}: pre-existing, not caused by the upgrade",
+                   message="; ".join(parts) + " — the same in OLD, so it does not load in either root",
+                   remedy="Fix it independently of the upgrade (install the missing library or remove the object)",
+                   evidence=evidence, source=SOURCE_REBIND, confidence="high")
+
+
+def needed_findings(result) -> list[Finding]:
+    out = []
+    if result.introduced:
+        gaps = [f"{g.soname} (needed by {', '.join(g.needed_by)})" for g in result.introduced]
+        out.append(Finding(
+            "UPGRADE-NEWLY-NEEDED", AREA, Status.FAIL,
+            f"NEW's frameworks need {len(gaps)} librar{'y' if len(gaps) == 1 else 'ies'} NEW does not provide",
+            message=_listed(gaps),
+            remedy=("Install what provides them in NEW (for a CUDA build of torch: the matching nvidia-* wheels or "
+                    "the CUDA toolkit's libraries, e.g. libcudart.so.13 from CUDA 13.0), or use a build of the "
+                    "framework that does not need them (the CPU build)"),
+            evidence={"introduced": [g.__dict__ for g in result.introduced], "checked": result.checked},
+            source=SOURCE_NEEDED, confidence="high"))
+    elif result.checked:
+        out.append(Finding("UPGRADE-NEWLY-NEEDED", AREA, Status.OK,
+                           f"NEW's {len(result.checked)} framework objects find every library they need",
+                           evidence={"checked": result.checked}, source=SOURCE_NEEDED, confidence="high"))
+    if result.pre_existing:
+        gaps = [f"{g.soname} (needed by {', '.join(g.needed_by)})" for g in result.pre_existing]
+        out.append(Finding("UPGRADE-NEEDED-PREEXISTING", AREA, Status.WARN,
+                           f"{len(gaps)} librar{'y' if len(gaps) == 1 else 'ies'} missing in OLD too (pre-existing)",
+                           message=_listed(gaps), remedy="Not caused by the upgrade; install them if that code is used",
+                           evidence={"pre_existing": [g.__dict__ for g in result.pre_existing]},
+                           source=SOURCE_NEEDED, confidence="high"))
+    return out
+
+
+def coload_finding(old_problems, new_problems) -> Finding | None:
+    if new_problems is None:
+        return None
+    texts, evidence = new_problems
+    before = set(old_problems[0]) if old_problems else set()
+    introduced = [t for t in texts if t not in before]
+    if not texts:
+        return Finding("UPGRADE-COLOAD", AREA, Status.OK, "R torch and Python torch load together in NEW",
+                       evidence=evidence, source=SOURCE_COLOAD, confidence="medium")
+    status = Status.FAIL if introduced else Status.WARN
+    return Finding("UPGRADE-COLOAD", AREA, status,
+                   f"R torch and Python torch in one process in NEW: {len(texts)} problem(s)"
+                   + ("" if introduced else " (pre-existing)"),
+                   message=_listed(introduced or texts),
+                   remedy="Use one LibTorch for both (R torch built against the same LibTorch as Python torch), "
+                          "or keep them in separate processes",
+                   evidence={**evidence, "problems": texts, "introduced": introduced}, source=SOURCE_COLOAD,
+                   confidence="medium")
+
+
+def drift_findings(drifts: list) -> list[Finding]:
+    out = []
+    for d in drifts:
+        c = d.counts
+        summary = (f"{c['removed_functions']} functions and {c['removed_variables']} variables removed, "
+                   f"{c['added_functions']} functions and {c['added_variables']} variables added, {c['changed']} changed")
+        hits = [f"{dep['object']}: {_listed(dep['broken'] + dep['missing_versions'])}"
+                for dep in d.dependents if dep["broken"] or dep["missing_versions"]]
+        status = Status.FAIL if hits else Status.OK
+        message = summary + (f"; {d.hits} of them hit carried objects — " + " | ".join(hits) if hits
+                             else f"; none hits the {len(d.dependents)} carried object(s) that link it")
+        slug = re.sub(r"[^A-Z0-9]+", "-", d.soname.split(".so")[0].upper()).strip("-")
+        out.append(Finding(f"UPGRADE-ABI-{slug}", AREA, status,
+                           f"ABI drift of {d.soname}: {d.verdict}", message=message,
+                           remedy="Rebuild the carried objects named above against NEW's library" if hits else "",
+                           evidence={"old": d.old, "new": d.new, "counts": c, "dependents": d.dependents},
+                           source=SOURCE_ABI, confidence="high"))
+    return out

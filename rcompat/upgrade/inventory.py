@@ -1,0 +1,94 @@
+"""The ELF objects of one root filesystem, and which of them OLD and NEW hold with identical content.
+
+A root is walked once; a regular file is an ELF object when its first four bytes are the ELF magic
+(symlinks are names, not objects: the resolver follows them). Two objects at the same in-root path are
+identical when their sizes match and then their bytes do: sizes are compared first, so only same-size
+candidates are read, and hard links (the same inode) need no reading at all.
+"""
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass
+
+ELF_MAGIC = b"\x7fELF"
+# Pseudo and volatile file systems of a live machine: never part of an installed stack, and walking
+# /proc or /sys would read forever. Image roots hold none of them.
+HOST_SKIP = ("proc", "sys", "dev", "run", "tmp", "var/tmp", "var/cache", "var/lib/docker", "var/lib/containers",
+             "mnt", "media", "lost+found", "snap", "boot")
+_CHUNK = 1 << 20
+
+
+@dataclass(frozen=True)
+class ElfFile:
+    inside: str  # the in-root path ("/usr/lib/x86_64-linux-gnu/libc.so.6")
+    host: str  # where the bytes are on this machine
+    size: int
+    file_id: tuple[int, int]  # (st_dev, st_ino)
+
+
+@dataclass
+class Inventory:
+    root: str  # host directory of the root
+    objects: dict[str, ElfFile]  # in-root path -> object
+
+    def __len__(self) -> int:
+        return len(self.objects)
+
+
+def inventory(root_dir: str, is_host: bool = False) -> Inventory:
+    """Every ELF object under `root_dir` (regular files only), keyed by in-root path."""
+    root_dir = os.path.realpath(root_dir)
+    skip = {os.path.join(root_dir, p) for p in HOST_SKIP} if is_host else set()
+    objects: dict[str, ElfFile] = {}
+    for directory, subdirs, files in os.walk(root_dir):
+        if skip:
+            subdirs[:] = [d for d in subdirs if os.path.join(directory, d) not in skip]
+        for name in files:
+            host = os.path.join(directory, name)
+            try:
+                st = os.lstat(host)
+            except OSError:
+                continue
+            if not stat.S_ISREG(st.st_mode) or st.st_size < 64 or not _is_elf(host):
+                continue
+            inside = "/" + os.path.relpath(host, root_dir) if root_dir != "/" else host
+            objects[inside] = ElfFile(inside, host, st.st_size, (st.st_dev, st.st_ino))
+    return Inventory(root_dir, objects)
+
+
+def _is_elf(path: str) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(4) == ELF_MAGIC
+    except OSError:
+        return False
+
+
+def same_content(a: ElfFile, b: ElfFile) -> bool:
+    """Byte-identical? Size first; the same inode without reading; else read both, stop at the first
+    differing chunk."""
+    if a.size != b.size:
+        return False
+    if a.file_id == b.file_id:
+        return True
+    try:
+        with open(a.host, "rb") as fa, open(b.host, "rb") as fb:
+            while True:
+                chunk = fa.read(_CHUNK)
+                if chunk != fb.read(_CHUNK):
+                    return False
+                if not chunk:
+                    return True
+    except OSError:
+        return False
+
+
+def identical_objects(old: Inventory, new: Inventory) -> dict[str, tuple[ElfFile, ElfFile]]:
+    """In-root path -> (OLD's file, NEW's file) for every object both roots hold with the same bytes."""
+    out = {}
+    for inside, a in old.objects.items():
+        b = new.objects.get(inside)
+        if b is not None and same_content(a, b):
+            out[inside] = (a, b)
+    return out

@@ -1,0 +1,147 @@
+"""Rebind one carried object against NEW's libraries, as ld.so would at dlopen (RTLD_NOW), and resolve
+the same object in OLD to say what used to provide what NEW lacks.
+
+What can fail, in ld.so's order: a needed soname not found in the closure; a version node the
+object needs (GLIBC_2.x, GLIBCXX_3.4.x, CXXABI_1.3.x, a library's own) missing from the provider NEW
+would load; an undefined, non-weak symbol of the object that nothing in its load-order scope
+defines. Symbols the host process provides (Python's C API, R's API: rcompat/data/
+elf_host_symbols.toml) are not looked for in the closure. Everything the same object lacked in OLD
+too is kept apart as pre-existing: the upgrade did not cause it.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from rcompat.upgrade.side import SharedIndexes, Side
+
+
+@dataclass
+class Unbound:
+    name: str
+    version: str
+    demangled: str = ""
+    old_provider: str | None = None  # in-root path of OLD's library that defined it
+
+    def label(self) -> str:
+        return self.demangled or self.name
+
+
+@dataclass
+class MissingLib:
+    name: str
+    needed_by: str  # the soname (or file name) of the object that needs it
+    searched: list[str] = field(default_factory=list)
+
+
+@dataclass
+class UnmetVersion:
+    version: str
+    provider: str  # in-root path of the library NEW loads that lacks it
+
+
+@dataclass
+class Rebinding:
+    inside: str
+    how: str  # "identical" | "--carry"
+    object_host: str = ""  # OLD's copy of the object's bytes
+    missing: list[MissingLib] = field(default_factory=list)  # introduced by the upgrade
+    unbound: list[Unbound] = field(default_factory=list)
+    unmet: list[UnmetVersion] = field(default_factory=list)
+    pre_missing: list[MissingLib] = field(default_factory=list)  # the same in OLD
+    pre_unbound: list[Unbound] = field(default_factory=list)
+    pre_unmet: list[UnmetVersion] = field(default_factory=list)
+    bound: int = 0
+    new_links: dict[str, str] = field(default_factory=dict)  # soname -> NEW host path of each library loaded
+    old_links: dict[str, str] = field(default_factory=dict)  # soname -> OLD host path
+
+    @property
+    def breaks(self) -> bool:
+        return bool(self.missing or self.unbound or self.unmet)
+
+    @property
+    def pre_existing(self) -> bool:
+        return bool(self.pre_missing or self.pre_unbound or self.pre_unmet)
+
+    def to_dict(self) -> dict:
+        return {"object": self.inside, "carried": self.how, "bound": self.bound,
+                "missing_libraries": [m.__dict__ for m in self.missing],
+                "undefined_symbols": [u.__dict__ for u in self.unbound],
+                "unmet_versions": [u.__dict__ for u in self.unmet],
+                "pre_existing": {"missing_libraries": [m.__dict__ for m in self.pre_missing],
+                                 "undefined_symbols": [u.__dict__ for u in self.pre_unbound],
+                                 "unmet_versions": [u.__dict__ for u in self.pre_unmet]}}
+
+
+def rebind(inside: str, how: str, old: Side, new: Side, indexes: SharedIndexes) -> Rebinding:
+    """`new` may be NEW with OLD's --carry objects laid over it (rcompat.upgrade.side.overlay)."""
+    new_res = new.resolve(inside)
+    old_res = old.resolve(inside)
+    out = Rebinding(inside, how, old.inventory.objects[inside].host)
+    out.new_links = {n.info.name: n.path for n in new_res.nodes[1:]}
+    out.old_links = {n.info.name: n.path for n in old_res.nodes[1:]}
+    old_missing = {m.name for m in old_res.missing}
+    for m in new_res.missing:
+        lib = MissingLib(m.name, m.needed_by, m.searched_dirs)
+        (out.pre_missing if m.name in old_missing else out.missing).append(lib)
+    _versions(out, old_res, new_res, old, new)
+    _symbols(out, old_res, new_res, old, indexes)
+    return out
+
+
+def _versions(out: Rebinding, old_res, new_res, old: Side, new: Side) -> None:
+    from rcompat.elf.verreq import check_versions
+
+    def unmet(res, side):
+        root_path = res.root.path
+        return {u.version: side.show(u.provider) for u in check_versions(res, find_alternatives=False).unmet
+                if u.required_by == root_path and not u.weak}
+
+    before = unmet(old_res, old)
+    for version, provider in unmet(new_res, new).items():
+        (out.pre_unmet if version in before else out.unmet).append(UnmetVersion(version, provider))
+
+
+def _scope(res, indexes: SharedIndexes) -> list[tuple[str, object]]:
+    return [(n.path, idx) for n in res.nodes if (idx := indexes.index(n.path)) is not None]
+
+
+def _symbols(out: Rebinding, old_res, new_res, old: Side, indexes: SharedIndexes) -> None:
+    from rcompat.elf.missing import host_provider
+
+    own = indexes.index(new_res.root.path)
+    if own is None:
+        return
+    new_scope = _scope(new_res, indexes)
+    lost = []
+    for ref in own.references:
+        if any(idx.lookup(ref.name, ref.version) for _p, idx in new_scope):
+            out.bound += 1
+        elif not ref.weak and host_provider(ref.name) is None:
+            lost.append(ref)
+    if not lost:
+        return
+    old_scope = _scope(old_res, indexes)
+    missing_names = {m.name for m in out.missing + out.pre_missing}
+    from rcompat.elf.demangle import demangle_all
+
+    for ref, pretty in zip(lost, demangle_all([r.name for r in lost])):
+        provider = next((path for path, idx in old_scope if idx.lookup(ref.name, ref.version)), None)
+        item = Unbound(ref.name, ref.version, pretty if pretty != ref.name else "",
+                       old.show(provider) if provider else None)
+        if provider is None:
+            out.pre_unbound.append(item)
+        elif os.path.basename(provider) in missing_names or _soname(provider) in missing_names:
+            continue  # it would come from a library NEW does not have: reported as that library
+        else:
+            out.unbound.append(item)
+
+
+def _soname(host: str) -> str | None:
+    from rcompat.elf.errors import ElfError
+    from rcompat.elf.objinfo import read_object
+
+    try:
+        return read_object(host).soname
+    except ElfError:
+        return None

@@ -1,0 +1,106 @@
+"""`rcompat upgrade OLD NEW`: open both inputs, index their ELF objects, and report what the move
+from OLD to NEW breaks, without running anything from either.
+
+Phases (each a progress step): opening OLD, opening NEW, indexing the objects of each root, the two
+stacks, choosing the carried objects (identical bytes, changed closure; plus --carry), rebinding
+them against NEW, NEW's frameworks (newly needed sonames, co-loading), ABI drift of what the carried
+objects link.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+
+from rcompat.model import Finding, Report, Status
+from rcompat.progress import disabled
+from rcompat.upgrade.side import SharedIndexes, Side, overlay
+
+AREA = "upgrade"
+
+
+def upgrade(old: str, new: str, *, driver: str | None = None, carry: "list[str] | tuple" = (),
+            extract: str | None = None, progress=None) -> Report:
+    """Compare root filesystems / images OLD and NEW (see rcompat.upgrade.source for what they may be)."""
+    from rcompat.upgrade.source import open_source
+
+    prog = progress if progress is not None else disabled()
+    report = Report(command="upgrade")
+    with contextlib.ExitStack() as stack:
+        sides = []
+        for name, spec in (("OLD", old), ("NEW", new)):
+            with prog.step(f"opening {name}"):
+                target = os.path.join(extract, name.lower()) if extract and _is_image(spec) else None
+                src = stack.enter_context(open_source(spec, extract=target, progress=prog))
+            with prog.step(f"indexing {name}"):
+                sides.append(_side(name, src))
+        report.facts["inputs"] = {s.name: {"label": s.label, "objects": len(s.inventory)} for s in sides}
+        report.add(scan_sides(*sides, driver=driver, carry=carry, progress=prog))
+    return report
+
+
+def _is_image(spec: str) -> bool:
+    """--extract applies to images only: a root directory and "/" are read in place."""
+    from rcompat.upgrade.image import is_image_dir
+
+    path = spec.split("@", 1)[0]
+    return os.path.normpath(path) != "/" and (not os.path.isdir(path) or is_image_dir(path))
+
+
+def _side(name: str, src) -> Side:
+    from rcompat.elf.root import Root
+    from rcompat.upgrade.inventory import inventory
+    from rcompat.upgrade.stack import probe_stack
+
+    root = Root(src.root)
+    env = dict(src.env or {})
+    ld_path = [d for d in env.get("LD_LIBRARY_PATH", "").split(":") if d]
+    return Side(name, src.label, root, inventory(src.root, is_host=root.is_host),
+                probe_stack(root, src.label, env), ld_path)
+
+
+def scan_sides(old: Side, new: Side, *, driver: str | None = None, carry=(), progress=None) -> list[Finding]:
+    from rcompat.upgrade import carried as carried_mod
+    from rcompat.upgrade import findings, frameworks
+    from rcompat.upgrade.inventory import identical_objects
+    from rcompat.upgrade.rebind import rebind
+    from rcompat.upgrade.stack_checks import driver_finding, stack_findings
+
+    prog = progress if progress is not None else disabled()
+    out = [Finding("UPGRADE-ROOTS", AREA, Status.OK, f"OLD {old.label} → NEW {new.label}",
+                   message=f"{len(old.inventory)} ELF objects in OLD, {len(new.inventory)} in NEW",
+                   evidence={"old": old.label, "new": new.label, "old_objects": len(old.inventory),
+                             "new_objects": len(new.inventory)},
+                   source="rcompat upgrade: the roots as given", confidence="high")]
+    empty = [s for s in (old, new) if not len(s.inventory)]
+    if empty:
+        names = " and ".join(f"{s.name} ({s.label})" for s in empty)
+        out[0] = Finding("UPGRADE-ROOTS", AREA, Status.SKIP, f"nothing to compare: {names} holds no ELF object",
+                         message="an upgrade scan compares shared objects and executables; a root without any "
+                                 "(an empty directory, a data-only image) has nothing to load",
+                         evidence=out[0].evidence, source=out[0].source)
+        return out
+    out += stack_findings(old.stack, new.stack)
+    out.append(driver_finding(new.stack, driver))
+    with prog.step("finding carried objects"):
+        identical = identical_objects(old.inventory, new.inventory)
+        indexes = SharedIndexes(identical)
+        carried = carried_mod.select(old, new, identical, carry, progress=prog)
+    rebindings = []
+    with prog.step("rebinding carried objects"):
+        todo = carried.rebound + sorted(carried.mapped)
+        # One NEW with every --carry object laid over it, so they also find each other.
+        mapped_new = overlay(new, {p: f.host for p, f in carried.mapped.items()}) if carried.mapped else new
+        for k, inside in enumerate(todo, 1):
+            prog.note(f"rebinding carried objects {k}/{len(todo)}: {os.path.basename(inside)}")
+            how = "--carry" if inside in carried.mapped else "identical"
+            rebindings.append(rebind(inside, how, old, mapped_new if how == "--carry" else new, indexes))
+    out += findings.carried_findings(carried, rebindings)
+    with prog.step("NEW's frameworks"):
+        out += findings.needed_findings(frameworks.newly_needed(old, new))
+        coload = findings.coload_finding(frameworks.coload_problems(old), frameworks.coload_problems(new))
+        if coload is not None:
+            out.append(coload)
+    with prog.step("ABI drift"):
+        out += findings.drift_findings(frameworks.abi_drift(rebindings, old, new, indexes, progress=prog))
+    return out
+
