@@ -9,7 +9,8 @@ Each member is read once. An uncompressed layer is walked header by header and a
 in the kernel (copy_file_range) straight from the tarball; a gzip layer is streamed, and its CRC checked
 by reading it to the end. Regular files are kept when they are ELF shared objects or executables (the
 magic and e_type sniffed from the first bytes) or match METADATA_PATTERNS; symlinks and directories are
-always kept (sonames resolve through them); devices and FIFOs never.
+always kept (sonames resolve through them), directories made when something is written in them (an
+image has thousands, most holding nothing kept); devices and FIFOs never.
 """
 from __future__ import annotations
 
@@ -77,7 +78,7 @@ def apply_layer(writer: RootWriter, layer: LayerRef, *, everything: bool, tally:
     if compression not in ("", "gzip"):
         raise ImageError(f"is {compression}-compressed ({layer.media_type or 'no media type'}); rcompat reads "
                          "uncompressed and gzip layers: re-save the image with those")
-    window = io.BufferedReader(_Window(blob), 1 << 20)
+    window = io.BufferedReader(_Window(blob), 1 << 16)
     try:
         if compression == "gzip":
             with gzip.GzipFile(fileobj=window, mode="rb") as stream:
@@ -102,10 +103,9 @@ def _apply(writer: RootWriter, entries, everything: bool, tally: Tally) -> tuple
         if parts[-1].startswith(_WHITEOUT):
             _whiteout(writer, parts, touched)
             continue
-        for depth in range(1, len(parts) + 1):
-            touched.add(rel(parts[:depth]))
+        _touch(touched, parts)
         if member.isdir():
-            writer.mkdir(parts)
+            writer.mkdir(parts, make=everything)
         elif member.issym():
             writer.symlink(parts, member.linkname)
             taken += 1
@@ -126,6 +126,14 @@ def _apply(writer: RootWriter, entries, everything: bool, tally: Tally) -> tuple
             else:
                 tally.special.append(rel(parts))
     return members, taken
+
+
+def _touch(touched: set[str], parts: tuple[str, ...]) -> None:
+    for depth in range(len(parts), 0, -1):
+        path = rel(parts[:depth])
+        if path in touched:
+            return  # so are its ancestors
+        touched.add(path)
 
 
 def _whiteout(writer: RootWriter, parts: tuple[str, ...], touched: set[str]) -> None:

@@ -93,15 +93,15 @@ class RootWriter:
             os.close(self._dirs.popitem(last=False)[1])
         return fd
 
-    def mkdir(self, parts: "tuple[str, ...]") -> None:
-        """Make root/parts a directory, replacing a file or symlink there (an upper layer's directory)."""
-        parent = self.dir_fd(parts[:-1], create=True)
-        kind = _kind(parent, parts[-1])
-        if kind == "dir":
-            return
-        if kind is not None:
+    def mkdir(self, parts: "tuple[str, ...]", make: bool = True) -> None:
+        """An upper layer's directory at root/parts: a file or symlink there goes. `make=False` leaves
+        the directory itself to be made when something is written in it (most never are)."""
+        parent = self.dir_fd(parts[:-1], create=make)
+        kind = None if parent is None else _kind(parent, parts[-1])
+        if kind not in (None, "dir"):
             os.unlink(parts[-1], dir_fd=parent)
-        os.mkdir(parts[-1], 0o755, dir_fd=parent)
+        if make and kind != "dir":
+            os.mkdir(parts[-1], 0o755, dir_fd=parent)
 
     # -- entries ----------------------------------------------------------------------------------
     def remove(self, parts: "tuple[str, ...]") -> bool:

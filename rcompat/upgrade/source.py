@@ -87,6 +87,15 @@ def open_source(spec: str, *, extract: "str | None" = None, progress=None,
         container.close()
 
 
+def is_image(spec: str) -> bool:
+    """Whether open_source would read `spec` as an image (merged into a temporary root, or into
+    `extract`), rather than in place: "/" and root filesystem directories are read in place."""
+    if os.path.normpath(spec) == "/" and "@" not in spec:
+        return False
+    path, _selector = _locate(spec)
+    return not os.path.isdir(path) or is_image_dir(path)
+
+
 def _locate(spec: str) -> tuple[str, "str | None"]:
     if os.path.lexists(spec):
         return spec, None
@@ -110,21 +119,25 @@ def _open_tarball(path: str) -> TarContainer:
     return TarContainer(path)
 
 
-def _target(extract: "str | None", tmpdir: "str | None") -> tuple[str, bool]:
-    """The directory to merge into, and whether rcompat made it (and may remove it whole)."""
+def _target(extract: "str | None", tmpdir: "str | None") -> tuple[str, "str | None"]:
+    """The directory to merge into, and the outermost directory rcompat made for it (None: it was there)."""
     if extract is None:
-        return tempfile.mkdtemp(prefix="rcompat-root-", dir=tmpdir), True
+        target = tempfile.mkdtemp(prefix="rcompat-root-", dir=tmpdir)
+        return target, target
     if os.path.lexists(extract):
         if os.path.islink(extract) or not os.path.isdir(extract):
             raise UsageError(f"--extract {extract}: not a directory")
         if not is_empty_dir(extract):
             raise UsageError(f"--extract {extract}: the directory is not empty; give a new or empty one")
-        return extract, False
+        return extract, None
+    top = os.path.abspath(extract)  # the outermost directory rcompat makes: removed whole on failure
+    while not os.path.lexists(os.path.dirname(top)):
+        top = os.path.dirname(top)
     try:
-        os.mkdir(extract, 0o755)
+        os.makedirs(extract, 0o755)
     except OSError as exc:
         raise UsageError(f"--extract {extract}: cannot create it: {exc.strerror or exc}") from None
-    return extract, True
+    return extract, top
 
 
 def _materialise(plan, target: str, everything: bool, progress) -> tuple[list[dict], list[str]]:
@@ -142,10 +155,10 @@ def _materialise(plan, target: str, everything: bool, progress) -> tuple[list[di
     return layers, tally.notes(everything)
 
 
-def _discard(target: str, made: bool) -> None:
+def _discard(target: str, made: "str | None") -> None:
     """Undo a failed merge: remove what rcompat made, or empty the (empty before) --extract directory."""
     if made:
-        shutil.rmtree(target, ignore_errors=True)
+        shutil.rmtree(made, ignore_errors=True)
         return
     for name in os.listdir(target):
         full = os.path.join(target, name)

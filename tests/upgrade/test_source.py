@@ -17,7 +17,7 @@ import pytest
 
 from rcompat.errors import ImageError, UsageError
 from rcompat.progress import Progress
-from rcompat.upgrade.source import HOST_ENV, open_source
+from rcompat.upgrade.source import HOST_ENV, is_image, open_source
 
 REPO = Path(__file__).resolve().parents[2]
 ENV = {"PATH": "/opt/conda/bin:/usr/bin", "LD_LIBRARY_PATH": "/usr/local/cuda/lib64", "CUDA_HOME": "/usr/local/cuda"}
@@ -64,7 +64,7 @@ def base_layer(images, objs) -> list:
             i.hardlink("usr/lib/libleaf-copy.so", "usr/lib/libleaf.so.1.0"),
             i.file("usr/lib/libgone.so", objs["leaf"]), i.file("usr/lib/leaf.o", objs["obj"]),
             i.directory("opt/app/"), i.file("opt/app/old.so", objs["leaf"]), i.file("opt/app/sub/deep.so", objs["leaf"]),
-            i.file("usr/share/doc/big.txt", b"bulk\n" * 20000), i.fifo("run/initctl"),
+            i.file("usr/share/doc/big.txt", b"bulk\n" * 20000), i.fifo("run/initctl"), i.directory("var/cache/"),
             *[i.file(path, data) for path, data in METADATA.items()]]
 
 
@@ -76,7 +76,8 @@ def upper_layer(images, objs) -> list:
 
 
 # The merged root: libgone.so whited out, opt/app holds only the upper layer's files (the opaque marker
-# after kept-by-order.so still spares it), big.txt, leaf.o and the FIFO not materialised.
+# after kept-by-order.so still spares it), big.txt, leaf.o and the FIFO not materialised, nor the empty
+# directory var/cache.
 EXPECTED = {
     "usr", "usr/lib", "usr/lib/libleaf.so.1.0", "usr/lib/libleaf.so.1", "usr/lib/libleaf.so",
     "usr/lib/libleaf-copy.so", "usr/lib/libmid.so", "opt", "opt/app", "opt/app/new.so", "opt/app/kept-by-order.so",
@@ -109,6 +110,7 @@ def build(kind: str, tmp: Path, images, objs) -> Path:
 @pytest.mark.parametrize("form", ["docker-archive", "oci-layout", "oci-archive"])
 def test_layers_merge_into_exactly_what_the_scan_reads(form, tmp_path, images, objs):
     spec = build(form, tmp_path, images, objs)
+    assert is_image(str(spec))
     scratch = tmp_path / "scratch"
     scratch.mkdir()
     stream = io.StringIO()
@@ -139,7 +141,7 @@ def test_extract_materialises_everything_and_keeps_it(tmp_path, images, objs):
     target = tmp_path / "rootfs"
     with open_source(str(spec), extract=str(target)) as src:
         assert src.root == str(target)
-    extra = {"usr/share", "usr/share/doc", "usr/share/doc/big.txt", "usr/lib/leaf.o"}
+    extra = {"usr/share", "usr/share/doc", "usr/share/doc/big.txt", "usr/lib/leaf.o", "var", "var/cache"}
     assert tree(target) == EXPECTED | extra
     assert (target / "usr/share/doc/big.txt").read_bytes() == b"bulk\n" * 20000
     (target / "keep").write_text("x")
@@ -165,6 +167,7 @@ def test_several_images_in_one_tarball(tmp_path, images, objs):
 
 def test_directory_and_host_are_read_in_place(tmp_path):
     (tmp_path / "usr/lib").mkdir(parents=True)
+    assert not is_image(str(tmp_path)) and not is_image("/")
     with open_source(str(tmp_path)) as src:
         assert (src.root, src.kind, src.env, src.layers) == (str(tmp_path), "directory", {}, [])
     assert (tmp_path / "usr/lib").is_dir()  # used in place: nothing removed afterwards
@@ -296,7 +299,7 @@ def test_hostile_input_is_one_line_and_writes_nothing_outside(case, extract, tmp
     spec = _hostile(case, tmp_path, images, objs)
     scratch = tmp_path / "scratch"
     scratch.mkdir()
-    target = scratch / "rootfs"
+    target = scratch / "out" / "new"  # its parent made too, and removed with it
     before = _snapshot(tmp_path)
     with pytest.raises(ImageError) as caught:
         with open_source(str(spec), tmpdir=str(scratch), extract=str(target) if extract else None):
