@@ -74,6 +74,11 @@ def read_record(path: "str | Path") -> ParityRecord:
     problem = file_problem(path)
     if problem:
         raise ParityFileError(f"cannot read parity record {path}: {problem}")
+    with open(path, "rb") as fh:
+        head = fh.read(6)
+    if not head.startswith((b"PK\x03\x04", b"PK\x05\x06", b"\x93NUMPY")):
+        raise ParityFileError(f"{path}: not an npz file (no zip or .npy header); expected an rcompat parity "
+                              "record written by `rcompat parity record`")
     arrays = _load_arrays(path)
     if MANIFEST not in arrays:
         raise ParityFileError(f"{path}: an npz without a 'manifest' entry, not an rcompat parity record")
@@ -89,19 +94,18 @@ def _load_arrays(path: "str | Path") -> dict[str, Any]:
     import numpy as np
 
     try:
-        with np.load(path, allow_pickle=False) as npz:
-            if not isinstance(npz, np.lib.npyio.NpzFile):
-                raise ParityFileError(f"{path}: a single .npy array, not an .npz parity record")
+        npz = np.load(path, allow_pickle=False)
+        if not isinstance(npz, np.lib.npyio.NpzFile):
+            raise ParityFileError(f"{path}: a single .npy array, not an .npz parity record")
+        with npz:
             return {name: _numeric(path, name, npz[name]) for name in npz.files}
     except ParityFileError:
         raise
-    except AttributeError:  # np.load returned a plain ndarray (a bare .npy file): no context manager
-        raise ParityFileError(f"{path}: a single .npy array, not an .npz parity record") from None
     except ValueError as exc:
         text = str(exc)
         if "pickle" in text.lower():
-            raise ParityFileError(f"{path}: holds pickled data (an object array or not numpy at all); "
-                                  "parity records hold numeric arrays only and are never unpickled") from None
+            raise ParityFileError(f"{path}: holds pickled data (an object array); parity records hold "
+                                  "numeric arrays only and are never unpickled") from None
         raise ParityFileError(f"{path}: not a readable npz: {_one_line(text)}") from None
     except (zipfile.BadZipFile, EOFError, OSError, KeyError) as exc:
         raise ParityFileError(f"{path}: truncated or corrupt npz ({type(exc).__name__}: "

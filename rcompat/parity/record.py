@@ -65,7 +65,8 @@ def record(options: RecordOptions, progress=None) -> ParityRecord:
                 "seed": seed, "inputs_from": options.inputs_from, "side": options.side,
                 "device": options.device, **facts, "cases": cases,
                 "child": {"end": "completed" if result.ok else result.describe_end(),
-                          "duration_s": round(result.duration_s, 2)}}
+                          "duration_s": round(result.duration_s, 2),
+                          **({} if result.ok else {"last_step": result.last_step, "output_tail": result.tail()})}}
     if "interpreter" not in manifest:  # the child died before it could say who it was
         manifest["interpreter"] = result.argv[0]
     rec = ParityRecord(manifest=manifest, inputs=inputs, outputs=outputs, path=options.output)
@@ -181,10 +182,22 @@ def summary_text(rec: ParityRecord, verbose: bool = False) -> str:
     lines = [f"rcompat parity record: wrote {rec.path}",
              f"  {describe_side(m)} ({m.get('device_name') or 'no device'}), seed {m.get('seed')}, "
              f"interpreter {m.get('interpreter')}"]
+    if m["child"]["end"] != "completed":
+        tail = (m["child"].get("output_tail") or "").splitlines()[-6:]
+        lines.append(f"  the child {m['child']['end']}" + ("; its last output:" if tail else " (no output)"))
+        lines += ["    " + line for line in tail]
     for cid, case in m["cases"].items():
-        if verbose or case["status"] == "error":
+        if verbose:
             detail = case.get("message") or ", ".join(case.get("outputs", {}))
             lines.append(f"  {case['status'].upper():5} {cid:24} {detail}")
+    if not verbose:  # errors only, one line per distinct message
+        by_message: dict[str, list[str]] = {}
+        for cid, case in m["cases"].items():
+            if case["status"] == "error":
+                by_message.setdefault(case.get("message") or "no message", []).append(cid)
+        for message, ids in by_message.items():
+            names = ids[0] if len(ids) == 1 else f"{len(ids)} cases ({', '.join(ids[:3])}{', …' if len(ids) > 3 else ''})"
+            lines.append(f"  ERROR {names}: {message}")
     c = counts(rec)
     skipped = {case.get("message") for case in m["cases"].values() if case["status"] == "skip"}
     lines.append(f"summary: {c['ok']} ok, {c['error']} error, {c['skip']} skip ({len(rec.outputs)} outputs)"
