@@ -3,7 +3,8 @@
 - docker_save(): what `docker save` (before 25) and `podman save` write: manifest.json listing Config,
   RepoTags and `<id>/layer.tar`, the config `<id>.json` with `config.Env` and `rootfs.diff_ids`;
 - oci_layout(): an OCI image layout directory (oci-layout, index.json, blobs/sha256/...), the layers
-  gzip-compressed as registries ship them; tar_of() makes an oci-archive out of it.
+  stored as given (gzip-compressed, as registries ship them, or not); tar_of() makes an oci-archive of it;
+- docker25_save(): docker >= 25's save: that OCI layout in a tar plus a manifest.json naming its blobs.
 A layer is a list of entries: file(), directory(), symlink(), hardlink(), fifo(), whiteout(), opaque().
 Used by tests/upgrade and by the upgrade benchmark (loaded by path: tests are not a package).
 """
@@ -140,6 +141,18 @@ def oci_layout(out: Path, layers: list[Path], env: dict[str, str], tag: str) -> 
     (out / "oci-layout").write_text(json.dumps({"imageLayoutVersion": "1.0.0"}))
     (out / "index.json").write_text(json.dumps({"schemaVersion": 2, "manifests": [entry]}))
     return out
+
+
+def docker25_save(out: Path, layers: list[Path], env: dict[str, str], tag: str) -> Path:
+    """What `docker save` writes since docker 25: an OCI layout in a tar, plus a manifest.json whose
+    Config and Layers name the blobs (uncompressed layers)."""
+    layout = oci_layout(out.with_suffix(".layout"), layers, env, tag)
+    index = json.loads((layout / "index.json").read_text())
+    manifest = json.loads((layout / "blobs/sha256" / index["manifests"][0]["digest"].split(":")[1]).read_text())
+    blob = lambda descriptor: "blobs/sha256/" + descriptor["digest"].split(":")[1]
+    (layout / "manifest.json").write_text(json.dumps([{"Config": blob(manifest["config"]), "RepoTags": [tag],
+                                                       "Layers": [blob(d) for d in manifest["layers"]]}]))
+    return tar_of(layout, out)
 
 
 def tar_of(directory: Path, out: Path) -> Path:

@@ -101,13 +101,17 @@ def build(kind: str, tmp: Path, images, objs) -> Path:
         layers = [images.write_layer(tmp / "l1.tar", base_layer(images, objs)),
                   images.write_layer(tmp / "l2.tar", upper_layer(images, objs))]
         return images.docker_save(tmp / "img.tar", [(layers, ENV, ["demo:1"])])
+    if kind == "docker25":
+        layers = [images.write_layer(tmp / "l1.tar", base_layer(images, objs)),
+                  images.write_layer(tmp / "l2.tar", upper_layer(images, objs))]
+        return images.docker25_save(tmp / "img25.tar", layers, ENV, "demo:1")
     layers = [images.write_layer(tmp / "l1.tar.gz", base_layer(images, objs), compress=True),
               images.write_layer(tmp / "l2.tar.gz", upper_layer(images, objs), compress=True)]
     layout = images.oci_layout(tmp / "oci", layers, ENV, "1")
     return layout if kind == "oci-layout" else images.tar_of(layout, tmp / "oci.tar")
 
 
-@pytest.mark.parametrize("form", ["docker-archive", "oci-layout", "oci-archive"])
+@pytest.mark.parametrize("form", ["docker-archive", "docker25", "oci-layout", "oci-archive"])
 def test_layers_merge_into_exactly_what_the_scan_reads(form, tmp_path, images, objs):
     spec = build(form, tmp_path, images, objs)
     assert is_image(str(spec))
@@ -126,8 +130,9 @@ def test_layers_merge_into_exactly_what_the_scan_reads(form, tmp_path, images, o
             for path, data in METADATA.items():
                 assert (root / path).read_bytes() == data
             assert src.env == ENV
-            assert src.kind == ("docker-archive" if form == "docker-archive" else "oci-layout")
-            assert src.label == f"{spec.name} ({'demo:1' if form == 'docker-archive' else '1'})"
+            docker = form.startswith("docker")
+            assert src.kind == ("docker-archive" if docker else "oci-layout")
+            assert src.label == f"{spec.name} ({'demo:1' if docker else '1'})"
             assert [(layer["members"], layer["taken"]) for layer in src.layers] == [
                 (len(base_layer(images, objs)), 7 + len(METADATA)), (6, 3)]
             assert any("2 files" in note and "not materialised" in note for note in src.notes), src.notes
@@ -321,3 +326,17 @@ def test_the_hostile_cases_reach_the_merge(tmp_path, images, objs):
         with pytest.raises(ImageError, match=r"bad\.tar \(bad:1\): layer 1/1 \("):
             with open_source(str(spec)):
                 pass
+
+
+@pytest.mark.parametrize("case", ["dotdot", "symlink-absolute", "truncated", "random", "missing-layer"])
+def test_cli_reports_a_bad_image_in_one_line_with_exit_2(case, cli, tmp_path, images, objs):
+    (tmp_path / "outside").mkdir()
+    spec = _hostile(case, tmp_path, images, objs)
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    (tmp_path / "new-root/usr/lib").mkdir(parents=True)
+    proc = cli("upgrade", str(spec), str(tmp_path / "new-root"), env={"TMPDIR": str(scratch)})
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("rcompat: error: ") and HOSTILE[case] in lines[0], proc.stderr
+    assert proc.stdout == "" and list(scratch.iterdir()) == [] and list((tmp_path / "outside").iterdir()) == []
