@@ -21,6 +21,9 @@ def register(elf_sub) -> None:
     p.add_argument("--host", action="append", default=[], metavar="FILE",
                    help="executable/library the process started with (python, libR.so)")
     p.add_argument("--ld-library-path", metavar="DIRS", default=None)
+    p.add_argument("--root", metavar="DIR", default=None,
+                   help="resolve inside DIR as if chrooted there (an unpacked image root): FIRST, THEN, --host "
+                        "and every absolute path are read inside DIR")
     p.add_argument("--format", "-f", choices=("text", "json"), default="text")
     p.set_defaults(func=_coload)
 
@@ -52,7 +55,8 @@ def _coload(args) -> int:
     first, then = split_args(args.first, args.then)
     if not first or not then:
         raise UsageError("give FIRST... -- THEN... (at least one library on each side)")
-    pred = coload(first, then, ld_library_path=args.ld_library_path, global_loaded=not args.local, host=args.host)
+    pred = coload(first, then, ld_library_path=args.ld_library_path, global_loaded=not args.local, host=args.host,
+                  root=args.root)
     if args.format == "json":
         import json
 

@@ -62,7 +62,15 @@ def register(elf_sub) -> None:
 def _resolution_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("lib", metavar="LIB")
     p.add_argument("--ld-library-path", metavar="DIRS", default=None,
-                   help="LD_LIBRARY_PATH to model (default: this environment's)")
+                   help="LD_LIBRARY_PATH to model (default: this environment's; none with --root)")
+    add_root_option(p)
+
+
+def add_root_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--root", metavar="DIR", default=None,
+                   help="resolve inside DIR as if chrooted there (an unpacked image root): LIB and every "
+                        "absolute path, ld.so.cache (or DIR/etc/ld.so.conf) are read inside DIR; output "
+                        "names in-root paths")
 
 
 def _json(obj) -> None:
@@ -94,7 +102,7 @@ def _symbols(args) -> int:
 def _deps(args) -> int:
     from rcompat.elf.resolve import deps
 
-    res = deps(args.lib, ld_library_path=args.ld_library_path)
+    res = deps(args.lib, ld_library_path=args.ld_library_path, root=args.root)
     if args.format == "json":
         _json(res.to_dict())
     else:
@@ -106,11 +114,12 @@ def _missing(args) -> int:
     from rcompat.elf.missing import missing
 
     rep = missing(args.lib, search=args.search, ld_library_path=args.ld_library_path, host=args.host,
-                  root_only=args.root_only)
+                  root_only=args.root_only, root=args.root)
     if args.format == "json":
         _json(rep.to_dict())
         return EXIT_OK if rep.ok else EXIT_FINDING
-    out = [f"{rep.resolution.root.path}: {len(rep.bindings)} undefined symbols bound, "
+    show = rep.resolution.display
+    out = [f"{show(rep.resolution.root.path)}: {len(rep.bindings)} undefined symbols bound, "
            f"{len(rep.missing)} missing, {len(rep.weak_unresolved)} weak left unbound"]
     for lib in rep.resolution.missing:
         out.append(f"library not found: {lib.name} (needed by {lib.needed_by}); searched: "
@@ -125,17 +134,19 @@ def _missing(args) -> int:
 def _versions(args) -> int:
     from rcompat.elf.verreq import versions
 
-    rep = versions(args.lib, ld_library_path=args.ld_library_path)
+    rep = versions(args.lib, ld_library_path=args.ld_library_path, root=args.root)
     if args.format == "json":
         _json(rep.to_dict())
         return EXIT_OK if rep.ok else EXIT_FINDING
     out = []
+    show = rep.resolution.display
     for f in rep.families:
         mark = "ok  " if f.satisfied else "FAIL"
-        line = (f"{mark} {f.file} {f.family}: newest needed {f.newest_needed} (by {f.needed_by}); "
-                f"newest provided {f.newest_provided or 'none'} by {f.provider or 'not found'}")
+        line = (f"{mark} {f.file} {f.family}: newest needed {f.newest_needed} (by {show(f.needed_by)}); "
+                f"newest provided {f.newest_provided or 'none'} by {show(f.provider) if f.provider else 'not found'}")
         if not f.satisfied:
-            line += "; would satisfy: " + (", ".join(f.alternatives) or "no copy found on this machine")
+            where = "in the root" if rep.resolution.in_other_root else "on this machine"
+            line += "; would satisfy: " + (", ".join(show(a) for a in f.alternatives) or f"no copy found {where}")
         out.append(line)
     out += [u.loader_message() for u in rep.unmet]
     sys.stdout.write("\n".join(out) + "\n")

@@ -79,34 +79,57 @@ def _read_conf(root, inside: str, dirs: list[str], depth: int) -> None:
 def derive_cache(root) -> LdCache:
     """An LdCache equal in content to what `ldconfig -X -r ROOT` would write (layout "derived")."""
     entries: list[CacheEntry] = []
+    scanned: set[tuple[int, int]] = set()
     for directory in conf_dirs(root):
         try:
-            names = sorted(e.name for e in os.scandir(root.host(directory)))
+            host_dir = root.host(directory)
+            st = os.stat(host_dir)
+            names = sorted(e.name for e in os.scandir(host_dir))
         except (OSError, ElfError):
             continue
+        if (st.st_dev, st.st_ino) in scanned:  # /usr/lib/<triplet> again through a merged-/usr /lib link
+            continue
+        scanned.add((st.st_dev, st.st_ino))
         found: dict[tuple[str, int], CacheEntry] = {}
         for name in names:
             if not (name.startswith(("lib", "ld-")) and ".so" in name):
                 continue
+            entry_path = os.path.join(host_dir, name)
             try:
-                path = root.host(posixpath.join(directory, name))
+                path = entry_path
+                if os.path.islink(entry_path):  # followed inside the root (the host's own root: realpath)
+                    path = os.path.realpath(path) if root.is_host else root.host(posixpath.join(directory, name))
             except ElfError:  # a symlink loop: ldconfig's stat() fails the same way and skips it
                 continue
-            kind = soname_and_kind(path) if os.path.isfile(path) else None
+            kind = soname_and_kind(path)
             if kind is None:
                 continue
             soname, machine, bits = kind
+            soname = _cache_key(name, soname, path != entry_path)
             flags = FLAG_ELF_LIBC6 | CACHE_ABI.get((machine, bits), 0)
-            soname = soname or name
             found.setdefault((soname, flags), CacheEntry(soname, posixpath.join(directory, soname), flags))
         entries += found.values()
     return LdCache(entries, root.host(LD_SO_CONF), "derived")
+
+
+def _cache_key(name: str, soname: str, is_link: bool) -> str:
+    """ldconfig's key for directory entry `name`: its SONAME (the file name without one), except for
+    the development link (libfoo.so -> libfoo.so.1 with SONAME libfoo.so.1: a symlink whose own
+    name ends in .so and starts the SONAME), which is listed under its own name (glibc ldconfig.c
+    search_dir compares the link's name, not its target's)."""
+    if not soname:
+        return name
+    if is_link and name.endswith(".so") and soname.startswith(name):
+        return name
+    return soname
 
 
 def soname_and_kind(path: str) -> "tuple[str, int, int] | None":
     """(SONAME or "", e_machine, bits) of an ELF shared object, from its program headers and dynamic
     segment; None for anything else (not ELF, not ET_DYN, truncated)."""
     try:
+        if not os.path.isfile(path):
+            return None
         with open(path, "rb") as fh:
             head = fh.read(64)
             if len(head) < 52 or head[:4] != b"\x7fELF" or head[4] not in (1, 2) or head[5] not in (1, 2):
