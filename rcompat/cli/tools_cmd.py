@@ -108,6 +108,9 @@ def _ci(sub) -> None:
     m.add_argument("--cuda-tables", metavar="DIR", help="CUDA tables directory to use instead of rcompat's")
     m.add_argument("--min-confidence", default="unverified", choices=("unverified", "low", "medium", "high"),
                    help="exclude a cell only for claims at least this confident (default: every claim)")
+    m.add_argument("--parity-baseline", metavar="FILE",
+                   help="a committed `rcompat parity record`: each cell gets parity_record and parity_compare "
+                        "commands that record R torch on its inputs and compare with it (docs/ci.md)")
     m.add_argument("--format", "-f", choices=("github", "json"), default="github",
                    help="github: compact {\"include\": [...]} for fromJSON(); json: with exclusions and reasons")
     m.add_argument("--output", "-o", metavar="FILE", help="write to FILE (atomically) instead of stdout")

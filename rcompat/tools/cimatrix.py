@@ -149,6 +149,24 @@ def _reason(finding: Finding) -> dict[str, Any]:
             "source": finding.source, "confidence": finding.confidence}
 
 
+def add_parity_steps(plan: Plan, baseline: str) -> None:
+    """Give each cell the two commands of its parity step: record R torch's results on the baseline's
+    inputs, then compare them with the committed baseline. In the cell, not beside the matrix, because
+    every key next to `include` would become a matrix dimension of its own in GitHub Actions."""
+    import shlex
+
+    if not baseline.strip():
+        raise UsageError("--parity-baseline needs the path of a committed parity record")
+    quoted = shlex.quote(baseline)
+    for cell in plan.include:
+        device = "cpu" if cell.get("cuda", CPU) == CPU else "cuda"
+        name = "parity-" + "-".join(f"{k}{v}" if k != "cuda" or v != CPU else v for k, v in cell.items()
+                                    if k in DIMENSION_ORDER) + ".npz"
+        cell["parity_record"] = (f"rcompat parity record --side r --device {device} --inputs {quoted} "
+                                 f"--output {name}")
+        cell["parity_compare"] = f"rcompat parity compare {quoted} {name}"
+
+
 def render(plan: Plan, fmt: str) -> str:
     if fmt == "github":
         return json.dumps(plan.github(), separators=(",", ":")) + "\n"

@@ -93,6 +93,10 @@ def ci_matrix(args: argparse.Namespace) -> int:
         require_dir(args.cuda_tables, "--cuda-tables directory")
     plan = plan_matrix(dims, rules_path=_given_file(args.rules, "rules table"), cuda_tables=args.cuda_tables,
                        min_confidence=args.min_confidence)
+    if args.parity_baseline is not None:
+        from rcompat.tools.cimatrix import add_parity_steps
+
+        add_parity_steps(plan, args.parity_baseline)
     write_output(render(plan, args.format), args.output)
     if args.format == "github" and not args.quiet:
         for line in describe_exclusions(plan):

@@ -14,10 +14,11 @@ REPO = Path(__file__).resolve().parents[2]
 STAND_IN = REPO / "fixtures" / "rpkgs" / "torch-parity"
 
 
-def run_cli(*args: str, env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
+def run_cli(*args: str, env: dict | None = None, timeout: float = 300,
+            cwd: Path | None = None) -> subprocess.CompletedProcess:
     """The real `rcompat` in a fresh interpreter (as tests/conftest.py's `cli`, usable session-wide)."""
     return subprocess.run([sys.executable, "-m", "rcompat", *args], capture_output=True, text=True,
-                          timeout=timeout, cwd=str(REPO), env={**os.environ, **(env or {})})
+                          timeout=timeout, cwd=str(cwd or REPO), env={**os.environ, **(env or {})})
 
 
 def needs_torch() -> None:
