@@ -25,6 +25,22 @@ def run_cli(*args: str, timeout: float = 300, env: dict | None = None,
                           timeout=timeout, env=full_env, cwd=str(REPO), input=input)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def private_cache_dir(tmp_path_factory):
+    """rcompat's caches (symbol indexes, torch facts) go to a directory of this test session, never
+    the user's ~/.cache: each session starts cold and leaves nothing behind. The CLI children inherit
+    it through the environment."""
+    import os
+
+    previous = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("xdg-cache"))
+    yield Path(os.environ["XDG_CACHE_HOME"])
+    if previous is None:
+        os.environ.pop("XDG_CACHE_HOME", None)
+    else:
+        os.environ["XDG_CACHE_HOME"] = previous
+
+
 @pytest.fixture
 def cli():
     return run_cli

@@ -2,9 +2,18 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
-from rcompat.cli.common import add_report_options, emit_report, timeout_seconds
+from rcompat.cli.common import add_quiet_option, add_report_options, emit_report, timeout_seconds
+
+
+def _jobs(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= 64:
+        raise argparse.ArgumentTypeError(f"must be a whole number from 1 to 64, not {text!r}")
+    return value
 
 
 def register(sub) -> None:
@@ -12,23 +21,28 @@ def register(sub) -> None:
 
     p = sub.add_parser("doctor", help="run every available probe and print one report",
                        description="Run every available probe (R, Python, CUDA, ELF, race) and print one "
-                                   "report. Exit 0 when all is ok/skip, 1 on a failing finding.")
+                                   "report. Areas run concurrently; the report order is fixed. Exit 0 when "
+                                   "all is ok/skip, 1 on a failing finding.")
     add_report_options(p)
     p.add_argument("--only", action="append", metavar="AREA",
                    help=f"run only this area (repeatable, or comma-separated): {', '.join(AREA_MODULES)}")
     p.add_argument("--timeout", type=timeout_seconds, default=None, metavar="S",
                    help="seconds each isolated child (R verification, CUDA init) may take (default 60)")
-    p.add_argument("--quiet", "-q", action="store_true", help="no progress lines on stderr")
+    p.add_argument("--no-cache", action="store_true",
+                   help="neither read nor write the caches under $XDG_CACHE_HOME/rcompat (symbol indexes, "
+                        "torch facts); RCOMPAT_NO_CACHE=1 does the same")
+    p.add_argument("--jobs", "-j", type=_jobs, default=None, metavar="N",
+                   help="areas run at once (default: all of them, at most the CPU count + 4; 1 runs them one by one)")
+    add_quiet_option(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from rcompat.doctor import run_doctor
-
-    def progress(area: str) -> None:
-        if not args.quiet and sys.stderr.isatty():
-            sys.stderr.write(f"rcompat: checking {area}…\n")
+    from rcompat.progress import progress_for
 
     # run_doctor resolves the names before any probe runs: a bad one is a UsageError, exit 2
-    report = run_doctor(args.only, timeout=args.timeout, progress=progress)
+    with progress_for(args, label="rcompat doctor") as progress:
+        report = run_doctor(args.only, timeout=args.timeout, progress=progress, jobs=args.jobs,
+                            use_cache=not args.no_cache)
     return emit_report(report, args)

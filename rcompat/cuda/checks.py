@@ -1,6 +1,7 @@
 """The cuda area of `rcompat doctor`: driver, GPUs, torch's CUDA, libraries on disk, the matrix, device.
 
-Facts are gathered once per run (ctx.memo("cuda.facts")) and recorded in ctx.facts["cuda"]. R torch's
+Facts are gathered once per run (ctx.memo("cuda.facts")) and recorded in ctx.facts["cuda"]; the
+torch child's part is its own memo ("torch.facts"), started before this area waits for R's facts. R torch's
 side comes from the R engine's shared facts when that engine is present; this area never starts R on
 its own. ctx.options read here: "nvml" (a pynvml-like module, for tests), "cuda_tables" (a directory
 overriding the packaged tables).
@@ -18,9 +19,22 @@ TITLE = "NVIDIA driver, GPUs, CUDA libraries and frameworks"
 NVML_SOURCE = "NVIDIA NVML API (nvmlSystemGetCudaDriverVersion_v2; REFERENCE.md)"
 
 
+def torch_facts(ctx) -> dict:
+    """The torch child's facts, once per run for every torch question (CUDA-TORCH, the matrix, the
+    device choice), and from the cache between runs (rcompat.cuda.torch_cache)."""
+    from rcompat.cuda.nvml import probe_nvml
+    from rcompat.cuda.torch_cache import cached_probe_torch
+
+    return ctx.memo("torch.facts", lambda: cached_probe_torch(probe_nvml(ctx.options.get("nvml")),
+                                                              timeout=ctx.timeout))
+
+
 def cuda_facts(ctx) -> CudaFacts:
     def produce() -> CudaFacts:
-        facts = gather(nvml=ctx.options.get("nvml"), timeout=ctx.timeout, r_facts=shared_r_facts(ctx))
+        torch = torch_facts(ctx)  # first: the torch child runs while the r area is still probing R
+        facts = gather(nvml=ctx.options.get("nvml"), timeout=ctx.timeout, r_facts=shared_r_facts(ctx),
+                       with_torch=False)
+        facts.torch = torch
         ctx.facts["cuda"] = facts.to_dict()
         return facts
 

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from rcompat.atomic import write_text_atomic
+from rcompat.cache import default_cache_dir, enabled as cache_enabled
 from rcompat.cuda.nvml import NvmlFacts, probe_nvml
 from rcompat.cuda.torch_probe import arch_support, devices_hidden, explain_unavailable, probe_torch
 
@@ -45,12 +46,6 @@ class DeviceChoice:
         return asdict(self)
 
 
-def default_cache_dir(env: Mapping[str, str] | None = None) -> Path:
-    env = os.environ if env is None else env
-    base = env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "rcompat"
-
-
 def choose_device(nvml: Any = None, cache_dir: "str | os.PathLike[str] | None" = None, use_cache: bool = True,
                   env: Mapping[str, str] | None = None, timeout: float = 60.0,
                   tables_dir: "str | os.PathLike[str] | None" = None) -> DeviceChoice:
@@ -63,6 +58,7 @@ def choose_device(nvml: Any = None, cache_dir: "str | os.PathLike[str] | None" =
     if early:
         return early
     key = cache_key(nv)
+    use_cache = use_cache and cache_enabled(env)
     path = Path(cache_dir) if cache_dir is not None else default_cache_dir(env)
     cache_state = "off"
     if use_cache:

@@ -2,8 +2,9 @@
 
 Targets are Python torch's libtorch_cpu.so / libtorch_python.so (found with find_spec, never
 imported) and R torch's liblantern.so / libtorch.so (from the R engine's facts when present).
-Every check shares one resolution per library through ctx.memo: about 0.4 s inside a full doctor
-run; `--only elf` also pays for the R probe (~2 s), since R torch's libraries come from R's facts.
+Every check shares one resolution per library through ctx.memo, and the symbol indexes behind it
+come from the on-disk cache (rcompat.elf.symindex) after the first run; `--only elf` also pays for
+the R probe, since R torch's libraries come from R's facts (Python torch's are resolved meanwhile).
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from rcompat.model import Finding, Status
 
 AREA = "elf"
 TITLE = "Shared libraries (static ELF analysis)"
+TARGET_ROLES = ("libtorch_python", "libtorch_cpu", "liblantern", "libtorch")
 SOURCE_LD = "glibc elf/dl-load.c, elf/dl-lookup.c, elf/dl-version.c (ld.so search and binding rules)"
 
 
@@ -37,10 +39,9 @@ def frameworks(ctx) -> list:
 
 def _targets(ctx) -> list[tuple[object, str, str]]:
     """(framework, role, path) for the libraries each check looks at."""
-    wanted = ("libtorch_python", "libtorch_cpu", "liblantern", "libtorch")
     out = []
     for fw in frameworks(ctx):
-        for role in wanted:
+        for role in TARGET_ROLES:
             if role in fw.libraries:
                 out.append((fw, role, fw.libraries[role]))
     return out
@@ -59,7 +60,19 @@ def _no_targets() -> Finding:
               remedy="Install torch (pip install torch, or install.packages('torch'); torch::install_torch()).")
 
 
+def _resolve_python_torch(ctx) -> None:
+    """Python torch's libraries need no R facts: resolve them while the r area is still probing R
+    (frameworks() waits for R, for R torch's libraries)."""
+    from rcompat.elf.targets import python_torch
+
+    fw = python_torch()
+    for role in TARGET_ROLES if fw is not None else ():
+        if role in fw.libraries:
+            _missing_report(ctx, fw, fw.libraries[role])
+
+
 def check_deps(ctx) -> Iterable[Finding]:
+    _resolve_python_torch(ctx)
     targets = _targets(ctx)
     if not targets:
         yield _no_targets()

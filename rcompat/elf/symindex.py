@@ -5,21 +5,32 @@ undefined symbols against its closure is dictionary lookups, not scans. The vers
 glibc's check_match (elf/dl-lookup.c): a versioned reference binds to a definition of that version,
 or to an unversioned, non-hidden one; an unversioned reference takes the base/oldest definition or
 any default (non-hidden) one.
+
+Indexes are kept between runs under the cache directory (rcompat.cache, `symindex/`), one entry per
+real path holding the file's identity (path, st_dev, st_ino, st_size, st_mtime_ns) and the decoded
+columns (marshal). An entry of another identity (the library was replaced) or another INDEX_FORMAT,
+or one that is truncated or corrupt, is rebuilt from the file and rewritten; `--no-cache` and
+RCOMPAT_NO_CACHE=1 neither read nor write it.
 """
 from __future__ import annotations
 
+import hashlib
+import marshal
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
+from typing import Iterator
 
 from rcompat.elf.errors import ElfError
-from rcompat.elf.objinfo import file_key
 from rcompat.elf.reader import SHN_UNDEF, ElfImage
 
 # What another object can bind to (also the exported ABI of rcompat.elf.abi).
 EXPORTED_BINDS = frozenset({"GLOBAL", "WEAK", "GNU_UNIQUE"})
 EXPORTED_VISIBILITIES = frozenset({"DEFAULT", "PROTECTED"})
 LOOKUP_TYPES = {"NOTYPE", "OBJECT", "FUNC", "COMMON", "TLS", "GNU_IFUNC"}
+INDEX_FORMAT = 1  # bump when the stored columns change
 
 
 @dataclass(frozen=True)
@@ -49,10 +60,45 @@ class Reference:
         return f"{needed_by}: undefined symbol: {self.name}{version}"
 
 
+class Definitions(Mapping[str, "list[Definition]"]):
+    """name -> its definitions in .dynsym order, made into Definition objects only when looked up:
+    a lookup scope touches a few thousand of libtorch_cpu.so's 74,000 names, and building all of
+    them was most of the cost of indexing it."""
+
+    def __init__(self, columns: tuple[list, ...]) -> None:
+        self.columns = columns  # names, versions, hidden, version indexes, sizes, types, binds, visibilities
+        names = columns[0]
+        self._row = dict(zip(names, range(len(names))))  # the last row of a repeated name
+        self._rows: dict[str, list[int]] = {}
+        if len(self._row) != len(names):
+            for i, name in enumerate(names):
+                self._rows.setdefault(name, []).append(i)
+            self._rows = {n: rows for n, rows in self._rows.items() if len(rows) > 1}
+        self._made: dict[str, list[Definition]] = {}
+
+    def __getitem__(self, name: str) -> list[Definition]:
+        made = self._made.get(name)
+        if made is None:
+            rows = self._rows.get(name) or [self._row[name]]
+            c = self.columns
+            made = self._made[name] = [Definition(name, c[1][i], c[2][i], c[3][i], c[4][i], c[5][i], c[6][i],
+                                                  c[7][i]) for i in rows]
+        return made
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._row
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._row)
+
+    def __len__(self) -> int:
+        return len(self._row)
+
+
 @dataclass
 class SymbolIndex:
     path: str
-    definitions: dict[str, list[Definition]]
+    definitions: Mapping[str, list[Definition]]
     references: list[Reference]  # undefined symbols of this file, in .dynsym order
 
     def lookup(self, name: str, version: str = "") -> Definition | None:
@@ -72,7 +118,8 @@ def version_matches(d: Definition, version: str) -> bool:
 
 
 def symbol_index(path: "str | os.PathLike[str]") -> SymbolIndex:
-    return _cached(*file_key(os.fspath(path)))
+    """The index of `path`, built once per process and kept on disk between runs (see module doc)."""
+    return _cached(file_identity(os.fspath(path)))
 
 
 def readable_index(path: "str | os.PathLike[str]") -> SymbolIndex | None:
@@ -84,18 +131,77 @@ def readable_index(path: "str | os.PathLike[str]") -> SymbolIndex | None:
         return None
 
 
+def file_identity(path: str) -> tuple[str, int, int, int, int]:
+    """(realpath, st_dev, st_ino, st_size, st_mtime_ns): a file replaced or rewritten on disk gets a new
+    identity; (path, 0, 0, 0, 0) when it cannot be stat()ed (reading it then reports why)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return path, 0, 0, 0, 0
+    return os.path.realpath(path), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
+
+
 @lru_cache(maxsize=512)
-def _cached(path: str, _ino: int, _mtime: int, _size: int) -> SymbolIndex:
+def _cached(identity: tuple[str, int, int, int, int]) -> SymbolIndex:
+    from rcompat import cache
+
+    use_disk = identity[1:] != (0, 0, 0, 0) and cache.enabled()
+    entry = _entry_path(identity[0])
+    if use_disk:
+        stored = _load(entry, identity)
+        if stored is not None:
+            return stored
+    columns, refs = _decode(identity[0])
+    if use_disk:
+        cache.write_entry(entry, INDEX_FORMAT, marshal.dumps((list(identity), columns, refs)))
+    return _index(identity[0], columns, refs)
+
+
+def _entry_path(realpath: str) -> Path:
+    from rcompat import cache
+
+    return cache.entry_path("symindex", hashlib.sha256(realpath.encode("utf-8", "surrogateescape")).hexdigest()[:32])
+
+
+def _load(entry: Path, identity: tuple) -> SymbolIndex | None:
+    """The stored index, or None when absent, unreadable, of another format, or of an older file."""
+    from rcompat import cache
+
+    payload = cache.read_entry(entry, INDEX_FORMAT)
+    if payload is None:
+        return None
+    try:
+        stored_identity, columns, refs = marshal.loads(payload)
+        if tuple(stored_identity) != identity or len(columns) != 8:
+            return None
+        return _index(identity[0], tuple(columns), refs)
+    except (ValueError, EOFError, TypeError):
+        return None
+
+
+def _index(path: str, columns: tuple[list, ...], refs: list[tuple]) -> SymbolIndex:
+    return SymbolIndex(path, Definitions(columns), [Reference(*r) for r in refs])
+
+
+def _decode(path: str) -> tuple[tuple[list, ...], list[tuple]]:
+    """The exported definitions (column-wise) and the references of `path`'s .dynsym."""
     with ElfImage(path) as img:
         t = img.dynamic_symbols
-    defs: dict[str, list[Definition]] = {}
-    refs: list[Reference] = []
+    columns: tuple[list, ...] = ([], [], [], [], [], [], [], [])
+    names, versions, hidden, vidx, sizes, types, binds, vises = columns
+    refs: list[tuple] = []
     for i, (name, ndx, bind, typ, vis) in enumerate(zip(t.names, t.shndx, t.binds, t.types, t.visibilities)):
         if not name or typ not in LOOKUP_TYPES:
             continue
         if ndx == SHN_UNDEF:
-            refs.append(Reference(name, t.versions[i], t.version_files[i], bind == "WEAK", typ, i + 1))
+            refs.append((name, t.versions[i], t.version_files[i], bind == "WEAK", typ, i + 1))
         elif bind in EXPORTED_BINDS and vis in EXPORTED_VISIBILITIES:
-            defs.setdefault(name, []).append(Definition(name, t.versions[i], t.hidden[i], t.version_indexes[i],
-                                                        t.sizes[i], typ, bind, vis))
-    return SymbolIndex(path, defs, refs)
+            names.append(name)
+            versions.append(t.versions[i])
+            hidden.append(t.hidden[i])
+            vidx.append(t.version_indexes[i])
+            sizes.append(t.sizes[i])
+            types.append(typ)
+            binds.append(bind)
+            vises.append(vis)
+    return columns, refs

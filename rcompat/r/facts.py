@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -131,27 +132,36 @@ def probe(timeout: float | None = None, lib_paths: Sequence[str] | None = None,
         facts.reason = f"rcompat's R scripts are missing: {script} (set RCOMPAT_R_SCRIPTS)"
         return facts
 
-    core = None
-    if chosen == "rpy2":
-        core = _core_through_rpy2(facts, script, timeout)
-    else:
+    reticulate_parts = ["reticulate"] + (["discover"] if discover_python else [])
+    if chosen != "rpy2":
         facts.rpy2 = {"used": False, "reason": "this Python runs inside R (reticulate): rpy2 must not "
                       "embed a second R here" if host.hosted_by_r else "engine 'rscript' was chosen"}
-    reticulate_parts = ["reticulate"] + (["discover"] if discover_python else [])
-    if core is None:  # one Rscript child for both; when it fails, a second would only fail again
-        both = _rscript_facts(facts, install, script, ["core", *reticulate_parts], timeout)
-        core, reticulate = both.get("core"), both.get("reticulate")
-        if core is not None:
-            facts.engine = "rscript"
-    else:
-        reticulate = _rscript_facts(facts, install, script, reticulate_parts, timeout).get("reticulate")
+    # reticulate's discovery (the slowest child, seconds: it runs candidate Pythons) runs while rpy2
+    # reads the core facts and, once R has answered, while the compiler is probed.
+    compiler = None
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="rcompat-r") as pool:
+        if chosen == "rpy2":
+            discovery = pool.submit(_rscript_facts, facts, install, script, reticulate_parts, timeout)
+            core = _core_through_rpy2(facts, script, timeout)
+            if core is not None:
+                compiler = probe_compiler(install.r, timeout=timeout, env=child_env)
+            reticulate = discovery.result().get("reticulate")
+            # rpy2 failed: Rscript for the core facts, unless the Rscript child just failed too
+            if core is None and reticulate is not None:
+                core = _rscript_facts(facts, install, script, ["core"], timeout).get("core")
+                facts.engine = "rscript" if core is not None else None
+        else:
+            both = _rscript_facts(facts, install, script, ["core", *reticulate_parts], timeout)
+            core, reticulate = both.get("core"), both.get("reticulate")
+            if core is not None:
+                facts.engine = "rscript"
     if core is None:
         facts.available = False
         facts.reason = "R did not report its facts (see errors)"
         return facts
     _apply_core(facts, core)
     facts.reticulate = reticulate or {}
-    facts.compiler = probe_compiler(install.r, timeout=timeout, env=child_env)
+    facts.compiler = compiler or probe_compiler(install.r, timeout=timeout, env=child_env)
     torch = facts.packages.get("torch")
     facts.torch_runtime = torch_runtime(torch.path if torch and torch.status != "absent" else None,
                                         base_env)

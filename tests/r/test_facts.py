@@ -99,7 +99,7 @@ def test_r_absent_is_a_skip_naming_r_base_core(tmp_path):
     facts = probe(timeout=30, env={"PATH": str(tmp_path), "R_HOME": ""})
     assert not facts.available and not facts.install
     ctx = Context(timeout=30)
-    ctx._memo["r.facts"] = (True, facts)
+    ctx.put("r.facts", facts)
     (finding,) = checks.check_version(ctx)
     assert finding.status.value == "skip"
     assert "r-base-core" in finding.remedy
@@ -131,7 +131,7 @@ def test_reticulate_python_env_var_wins(rlibs, tmp_path):
 def test_reticulate_python_that_does_not_exist_fails(tmp_path):
     ctx = Context(timeout=60)
     facts = probe(timeout=60, env={"RETICULATE_PYTHON": str(tmp_path / "nope" / "python")})
-    ctx._memo["r.facts"] = (True, facts)
+    ctx.put("r.facts", facts)
     (finding,) = checks.check_reticulate_python(ctx)
     assert finding.status.value == "fail"
     assert "does not exist" in finding.message

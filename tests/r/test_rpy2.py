@@ -29,7 +29,7 @@ def test_symbolic_failure_becomes_a_fail_finding():
     facts = probe(timeout=60, engine="rscript", discover_python=False)
     facts.rpy2 = {"used": True, "installed": True, "version": "3.6.2", "ok": False,
                   "error": {"stage": "import rpy2.rinterface", "type": "OSError", "message": MEASURED_36_ON_42}}
-    ctx._memo["r.facts"] = (True, facts)
+    ctx.put("r.facts", facts)
     (finding,) = checks.check_rpy2(ctx)
     assert finding.status.value == "fail"
     assert "R_getVar" in finding.title
@@ -51,7 +51,7 @@ def test_r_aborting_during_embedding_is_a_finding_and_rscript_takes_over(tmp_pat
     assert "unable to open the base package" in facts.rpy2["error"]["message"]
     assert facts.available and facts.engine == "rscript"
     ctx = Context(timeout=30)
-    ctx._memo["r.facts"] = (True, facts)
+    ctx.put("r.facts", facts)
     (finding,) = checks.check_rpy2(ctx)
     assert finding.status.value == "fail"
     assert "initialise embedded R" in finding.message

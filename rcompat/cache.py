@@ -1,0 +1,89 @@
+"""rcompat's cache directory, the switch that bypasses every cache, and checked cache files.
+
+What does not change between runs (a library's symbol index, the torch child's facts) is kept under
+$XDG_CACHE_HOME/rcompat (or ~/.cache/rcompat). A cache file is a header (magic, the format of its
+kind, payload length, CRC-32) and a payload; a truncated, corrupt or other-format file reads as a
+miss and is rewritten, so a bad entry costs a rebuild and never an error. `--no-cache`
+(`bypassed()`) or RCOMPAT_NO_CACHE=1 turns every cache off: nothing is read or written.
+"""
+from __future__ import annotations
+
+import os
+import struct
+import threading
+import zlib
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator, Mapping
+
+NO_CACHE_ENV = "RCOMPAT_NO_CACHE"
+_MAGIC = b"RCMPCACH"
+_HEADER = struct.Struct("<8sIQI")  # magic, format, payload length, crc32
+_bypass_depth = 0
+_bypass_lock = threading.Lock()
+
+
+def default_cache_dir(env: Mapping[str, str] | None = None) -> Path:
+    env = os.environ if env is None else env
+    base = env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "rcompat"
+
+
+def enabled(env: Mapping[str, str] | None = None) -> bool:
+    """False inside `bypassed()` or when RCOMPAT_NO_CACHE is set to anything but 0/empty."""
+    env = os.environ if env is None else env
+    if _bypass_depth:
+        return False
+    return env.get(NO_CACHE_ENV, "").strip().lower() in ("", "0", "false", "no")
+
+
+@contextmanager
+def bypassed(active: bool = True) -> Iterator[None]:
+    """Every cache off while the block runs (process-wide: the doctor's threads share it)."""
+    global _bypass_depth
+    if not active:
+        yield
+        return
+    with _bypass_lock:
+        _bypass_depth += 1
+    try:
+        yield
+    finally:
+        with _bypass_lock:
+            _bypass_depth -= 1
+
+
+def entry_path(kind: str, name: str) -> Path:
+    return default_cache_dir() / kind / name
+
+
+def read_entry(path: Path, fmt: int) -> bytes | None:
+    """The payload of a cache file of format `fmt`; None when missing, truncated, corrupt or of
+    another format (the caller rebuilds and writes it again)."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    if len(data) < _HEADER.size:
+        return None
+    magic, found_fmt, length, crc = _HEADER.unpack_from(data)
+    payload = data[_HEADER.size:]
+    if magic != _MAGIC or found_fmt != fmt or length != len(payload) or zlib.crc32(payload) != crc:
+        return None
+    return payload
+
+
+def write_entry(path: Path, fmt: int, payload: bytes) -> bool:
+    """Write atomically; False (and nothing half-written) when the cache directory is not writable:
+    a read-only home costs speed, never the answer."""
+    from rcompat.atomic import replaced_atomically
+
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with replaced_atomically(path) as tmp:
+            with open(tmp, "wb") as fh:
+                fh.write(_HEADER.pack(_MAGIC, fmt, len(payload), zlib.crc32(payload)))
+                fh.write(payload)
+    except Exception:  # noqa: BLE001 - any failure to cache leaves the answer intact
+        return False
+    return True

@@ -1,0 +1,78 @@
+"""The torch child's facts, kept between runs: importing torch is most of a warm doctor run's work.
+
+An entry is reused only while everything that could change the child's answer is the same: the
+interpreter, torch's own files (version.py, the torch/lib directory, the native extension), the
+versions of torch/TensorFlow/JAX and the nvidia-* wheels (rcompat.cuda.device.cache_key), the driver
+and the GPUs NVML sees, and the environment variables CUDA and the loader read. Only a probe that
+succeeded is kept: a crash or a hang is asked again next time. The file is
+$XDG_CACHE_HOME/rcompat/torch/facts.json behind rcompat.cache's checked header.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any, Mapping
+
+from rcompat import cache
+from rcompat.cuda.nvml import NvmlFacts
+from rcompat.cuda.torch_probe import probe_torch, torch_distribution
+
+FACTS_FORMAT = 1
+ENV_KEYS = ("CUDA_VISIBLE_DEVICES", "CUDA_ENABLE", "CUDA_HOME", "CUDA_PATH", "LD_LIBRARY_PATH", "LD_PRELOAD",
+            "PYTHONPATH", "PYTORCH_NVML_BASED_CUDA_CHECK", "CUDA_MODULE_LOADING")
+
+
+def cached_probe_torch(nv: NvmlFacts, timeout: float = 60.0,
+                       env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """probe_torch(), answered from the cache when its key still holds; `from_cache` says which."""
+    env = dict(os.environ if env is None else env)
+    dist = torch_distribution()
+    if dist is None or not cache.enabled(env):
+        return probe_torch(timeout=timeout, env=env)
+    key = facts_key(nv, dist, env)
+    entry = cache.entry_path("torch", "facts.json")
+    stored = _read(entry, key)
+    if stored is not None:
+        return {**stored, "from_cache": True}
+    facts = probe_torch(timeout=timeout, env=env)
+    if facts.get("status") == "ok":
+        payload = json.dumps({"key": key, "facts": facts}, default=str).encode("utf-8")
+        cache.write_entry(entry, FACTS_FORMAT, payload)
+    return facts
+
+
+def facts_key(nv: NvmlFacts, dist: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, Any]:
+    from rcompat.cuda.device import cache_key
+
+    location = dist.get("location") or ""
+    files = {}
+    for rel in ("version.py", "lib", *_native_extensions(location)):
+        try:
+            st = os.stat(os.path.join(location, rel))
+            files[rel] = [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns]
+        except OSError:
+            files[rel] = None
+    return json.loads(json.dumps({**cache_key(nv), "python_version": sys.version, "nvml": nv.status,
+                                  "cuda_driver": nv.cuda_driver_version, "location": location,
+                                  "files": files, "env": {k: env.get(k) for k in ENV_KEYS}}, default=str))
+
+
+def _native_extensions(location: str) -> list[str]:
+    try:
+        return sorted(n for n in os.listdir(location) if n.startswith("_C.") and n.endswith(".so"))
+    except OSError:
+        return []
+
+
+def _read(entry, key: dict[str, Any]) -> dict[str, Any] | None:
+    payload = cache.read_entry(entry, FACTS_FORMAT)
+    if payload is None:
+        return None
+    try:
+        data = json.loads(payload)
+        if data["key"] != key or data["facts"].get("status") != "ok":
+            return None
+        return dict(data["facts"])
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None
