@@ -68,8 +68,8 @@ class TarContainer:
                 end = tar.offset
             tail = os.pread(self._file.fileno(), _END_OF_ARCHIVE, end)
             if end + _END_OF_ARCHIVE > size or tail.strip(b"\0"):
-                raise ImageError(f"{path}: truncated tarball (it ends after {size} bytes, inside or "
-                                 "just after a member, without the end-of-archive blocks)")
+                raise ImageError(f"{path}: truncated or damaged tarball (no end-of-archive blocks after the "
+                                 f"member that ends at byte {end} of {size})")
         except (tarfile.TarError, EOFError) as exc:
             self.close()
             raise ImageError(f"{path}: truncated or not a tar archive ({exc})") from None
