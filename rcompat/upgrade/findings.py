@@ -95,6 +95,14 @@ def needed_findings(result) -> list[Finding]:
         out.append(Finding("UPGRADE-NEWLY-NEEDED", AREA, Status.OK,
                            f"NEW's {len(result.checked)} framework objects find every library they need",
                            evidence={"checked": result.checked}, source=SOURCE_NEEDED, confidence="high"))
+    if result.from_driver:
+        names = [f"{g.soname} (needed by {', '.join(g.needed_by)})" for g in result.from_driver]
+        out.append(Finding("UPGRADE-NEEDS-DRIVER", AREA, Status.OK,
+                           f"NEW's frameworks load {len(names)} NVIDIA driver librar{'y' if len(names) == 1 else 'ies'}",
+                           message=_listed(names) + ": not part of an image; the driver (through the NVIDIA Container "
+                                   "Toolkit in a container) provides them at run time",
+                           evidence={"from_driver": [g.__dict__ for g in result.from_driver]},
+                           source="rcompat/data/upgrade_stack.toml [[driver_library]]", confidence="high"))
     if result.pre_existing:
         gaps = [f"{g.soname} (needed by {', '.join(g.needed_by)})" for g in result.pre_existing]
         out.append(Finding("UPGRADE-NEEDED-PREEXISTING", AREA, Status.WARN,

@@ -13,6 +13,7 @@ import os
 from dataclasses import dataclass, field
 
 from rcompat.upgrade.side import SharedIndexes, Side
+from rcompat.upgrade.stack import driver_libraries
 
 
 @dataclass
@@ -27,6 +28,7 @@ class NewlyNeeded:
     checked: list[str]  # in-root paths of NEW's framework objects
     introduced: list[NeededGap] = field(default_factory=list)
     pre_existing: list[NeededGap] = field(default_factory=list)
+    from_driver: list[NeededGap] = field(default_factory=list)  # the driver provides them at run time
 
 
 def framework_objects(side: Side) -> list[str]:
@@ -56,8 +58,9 @@ def newly_needed(old: Side, new: Side) -> NewlyNeeded:
     objects = framework_objects(new)
     out = NewlyNeeded(objects)
     before = _missing(old, framework_objects(old))
+    driver = driver_libraries()
     for name, gap in sorted(_missing(new, objects).items()):
-        (out.pre_existing if name in before else out.introduced).append(gap)
+        (out.from_driver if name in driver else out.pre_existing if name in before else out.introduced).append(gap)
     return out
 
 
