@@ -12,6 +12,8 @@ lddtree but with the rules it leaves out:
 - $ORIGIN, $LIB and $PLATFORM are expanded (also as ${...});
 - a candidate of the wrong ELF class or machine is skipped and the search goes on, as ld.so does.
 Load order is breadth first, which is also the order of the global symbol scope.
+With `root=` (rcompat.elf.root.Root) all of this happens inside another root filesystem, chroot-style;
+the types of the result live in rcompat.elf.resolution.
 Not modelled: glibc-hwcaps/legacy hwcap subdirectories, LD_PRELOAD, setuid restrictions, dlmopen
 namespaces, DT_AUDIT/DT_FILTER.
 """

@@ -65,12 +65,14 @@ def link(root: Path, inside: str, target: str) -> None:
 
 
 def base_root(tmp_path: Path) -> Path:
-    """A merged-/usr root: /lib is an ABSOLUTE link to /usr/lib (re-rooted, never the host's /lib)."""
+    """A merged-/usr root: /lib is an ABSOLUTE link to /usr/lib (re-rooted, never the host's /lib);
+    this machine's loader in it, so it can run there chrooted."""
     root = tmp_path / "root"
     for name in ("libc.so.6", "libm.so.6", "libstdc++.so.6", "libgcc_s.so.1"):
         place(root, f"{SYSDIR}/{name}", f"{HOST_LIBDIR}/{name}")
     link(root, "/lib", "/usr/lib")
-    place(root, LOADER, LOADER)
+    place(root, f"{SYSDIR}/ld-linux-x86-64.so.2", LOADER)
+    link(root, LOADER, f"{HOST_LIBDIR}/ld-linux-x86-64.so.2")  # as Debian has it: absolute, so re-rooted
     (root / "etc").mkdir()
     return root
 
@@ -302,6 +304,20 @@ def test_cli_deps_and_coload_with_root(tmp_path, rlibs, cli):
     assert "error: /opt/user/libuser.so: undefined symbol: core_new_feature" in proc.stdout
     assert "reused: libcore.so => /opt/v1/libcore.so" in proc.stdout and str(root) not in proc.stdout
     assert "inside DIR as if chrooted there" in cli("elf", "deps", "--help").stdout
+
+
+def test_torch_wheel_in_a_root_resolves_like_the_real_loader(tmp_path, torch_lib):
+    root = base_root(tmp_path)
+    for name in ("libpthread.so.0", "librt.so.1", "libdl.so.2"):
+        place(root, f"{SYSDIR}/{name}", f"{HOST_LIBDIR}/{name}")
+    for lib in torch_lib.glob("*.so*"):
+        if lib.is_file():
+            place(root, f"/opt/torch/lib/{lib.name}", lib)
+    res = deps("/opt/torch/lib/libtorch_python.so", root=root)
+    assert not res.missing and res.ld_cache == "derived from /etc/ld.so.conf" and len(res.nodes) > 10
+    assert res.by_soname()["libgomp.so.1"].via == "RUNPATH of libshm.so: $ORIGIN"
+    assert agrees(res, real_loader(root, "/opt/torch/lib/libtorch_python.so")[0])
+    assert versions("/opt/torch/lib/libtorch_python.so", root=root).ok
 
 
 def test_host_root_gives_the_same_results_as_no_root(torch_lib):
