@@ -120,6 +120,8 @@ def coload(loaded, then, ld_library_path=None, global_loaded: "bool | list[bool]
         global_scope += [n.info for n in res.nodes[res.preloaded:]]  # then: loaded RTLD_GLOBAL too
     reused = list(dict.fromkeys(reused))  # several objects of THEN may reuse one loaded library
     hazards += _duplicates(before, process, show)
+    for f in failures:
+        f.object = show(f.object)
     _demangle(failures)
     prediction = CoLoadPrediction(loaded, then, failures, hazards, reused)
     if reverse:

@@ -303,6 +303,10 @@ def test_cli_deps_and_coload_with_root(tmp_path, rlibs, cli):
     assert proc.returncode == 1
     assert "error: /opt/user/libuser.so: undefined symbol: core_new_feature" in proc.stdout
     assert "reused: libcore.so => /opt/v1/libcore.so" in proc.stdout and str(root) not in proc.stdout
+    as_json = cli("elf", "coload", "--root", str(root), "-f", "json", "/opt/v1/libcore.so", "--", "/opt/user/libuser.so")
+    data = json.loads(as_json.stdout)
+    assert as_json.returncode == 1 and data["failures"][0]["object"] == "/opt/user/libuser.so"
+    assert data["reverse"]["ok"] and os.path.realpath(root) not in as_json.stdout
     assert "inside DIR as if chrooted there" in cli("elf", "deps", "--help").stdout
 
 
