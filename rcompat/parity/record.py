@@ -100,6 +100,7 @@ def _with_progress(run, work: Path, progress) -> ChildResult:
     """Run the child; meanwhile show the case it is on (it names it in WORKDIR/progress)."""
     if progress is None or not progress.enabled:
         return run()
+    progress.note("starting the child (import torch)")
     done: dict[str, Any] = {}
     thread = threading.Thread(target=lambda: done.update(result=_capture(run)), daemon=True)
     thread.start()

@@ -70,9 +70,10 @@ def tolerance_for(precision: str, devices: str, rtol: float | None = None,
 
 
 def environment_diff(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The numerics-relevant manifest fields whose values differ, most likely cause first."""
+    """The numerics-relevant manifest fields whose values differ, most likely cause first. A field only
+    one side records (R's version in an R record, numpy's in a Python one) is no difference."""
     return [{"field": key, "what": words, "a": a.get(key), "b": b.get(key)}
-            for key, words in ENVIRONMENT_FIELDS if key in a or key in b
+            for key, words in ENVIRONMENT_FIELDS if key in a and key in b
             if a.get(key) != b.get(key)]
 
 
