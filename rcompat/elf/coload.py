@@ -108,7 +108,8 @@ def coload(loaded, then, ld_library_path=None, global_loaded: "bool | list[bool]
             failures.append(HardFailure("not loadable", refusal, path))
             continue
         res = resolver.resolve(path, preloaded=process)
-        reused += [f"{e.name} => {res.display(res.nodes[e.target].path)}" for i, edges in res.edges.items() for e in edges
+        reused += [f"{e.name} => {res.display(res.nodes[e.target].path)}"
+                   for i, edges in res.edges.items() for e in edges
                    if e.reused and e.target is not None and e.target < res.preloaded]
         failures += [HardFailure("library not found", f"{m.name}: cannot open shared object file: No such file "
                                  "or directory", m.needed_by) for m in res.missing]

@@ -214,7 +214,8 @@ def test_derived_cache_equals_real_ldconfig_and_both_resolve_alike(tmp_path, rli
     res = deps("/opt/app/lib/libusesvendor.so", root=root)
     assert res.ld_cache == "derived from /etc/ld.so.conf"
     found = ours(res)
-    assert found["libwhich.so"] == "/opt/more/lib/libwhich.so" and found["libvendor.so.1"] == "/opt/vendor/lib/libvendor.so.1"
+    assert found["libwhich.so"] == "/opt/more/lib/libwhich.so"
+    assert found["libvendor.so.1"] == "/opt/vendor/lib/libvendor.so.1"
     assert res.by_soname()["libvendor.so.1"].via == VIA_DERIVED_CACHE
     if os.geteuid() != 0:
         pytest.skip("ldconfig -r chroots: needs root")
@@ -252,7 +253,8 @@ def test_missing_names_the_provider_found_elsewhere_in_the_root(tmp_path, rlibs,
     rep = missing("/opt/app/lib/libneedsb.so", root=root)
     (lost,) = rep.missing
     assert lost.loader_message() == "/opt/app/lib/libneedsb.so: undefined symbol: prov_b"
-    assert lost.explanation() == "prov_b is provided by libprov.so in /usr/local/cuda/lib64, which is not on the search path"
+    assert lost.explanation() == ("prov_b is provided by libprov.so in /usr/local/cuda/lib64, "
+                                  "which is not on the search path")
     real = os.path.realpath(root)
     assert lost.elsewhere and all(e.path.startswith(real + "/") for e in lost.elsewhere)
     _, stderr = real_loader(root, "/opt/app/lib/libneedsb.so", {"LD_BIND_NOW": "yes", "LD_WARN": "yes"})
@@ -303,7 +305,8 @@ def test_cli_deps_and_coload_with_root(tmp_path, rlibs, cli):
     assert proc.returncode == 1
     assert "error: /opt/user/libuser.so: undefined symbol: core_new_feature" in proc.stdout
     assert "reused: libcore.so => /opt/v1/libcore.so" in proc.stdout and str(root) not in proc.stdout
-    as_json = cli("elf", "coload", "--root", str(root), "-f", "json", "/opt/v1/libcore.so", "--", "/opt/user/libuser.so")
+    as_json = cli("elf", "coload", "--root", str(root), "-f", "json", "/opt/v1/libcore.so", "--",
+                  "/opt/user/libuser.so")
     data = json.loads(as_json.stdout)
     assert as_json.returncode == 1 and data["failures"][0]["object"] == "/opt/user/libuser.so"
     assert data["reverse"]["ok"] and os.path.realpath(root) not in as_json.stdout
