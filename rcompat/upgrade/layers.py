@@ -118,8 +118,7 @@ def _apply(writer: RootWriter, entries, everything: bool, tally: Tally) -> tuple
             writer.write_file(parts, member.mode, fill)
             taken += 1
         else:
-            writer.dir_fd(parts[:-1], create=False)  # refuses a path through a symlink, kept or not
-            writer.remove(parts)  # this layer's entry hides what a lower layer had there
+            writer.remove(parts)  # hides what a lower layer had there; refuses a path through a symlink
             if member.isreg():
                 tally.skipped += 1
                 tally.skipped_bytes += member.size

@@ -45,6 +45,7 @@ class RootWriter:
         self.root = root
         self._root_fd = os.open(root, _DIR_FLAGS)
         self._dirs: "OrderedDict[tuple[str, ...], int]" = OrderedDict()
+        self._absent: set[tuple[str, ...]] = set()  # no directory there: most skipped members' parents
 
     def close(self) -> None:
         self._forget_dirs()
@@ -68,8 +69,12 @@ class RootWriter:
         if cached is not None:
             self._dirs.move_to_end(parts)
             return cached
+        if not create and parts in self._absent:
+            return None
+        self._absent.discard(parts)
         parent = self.dir_fd(parts[:-1], create)
         if parent is None:
+            self._absent.add(parts)
             return None
         name = parts[-1]
         try:
@@ -83,6 +88,7 @@ class RootWriter:
                                  f"(-> {os.readlink(name, dir_fd=parent)}); links are never followed "
                                  "while writing") from None
             if not create:
+                self._absent.add(parts)
                 return None
             if kind == "file":
                 os.unlink(name, dir_fd=parent)  # an upper layer's directory hides a lower file
@@ -102,6 +108,7 @@ class RootWriter:
             os.unlink(parts[-1], dir_fd=parent)
         if make and kind != "dir":
             os.mkdir(parts[-1], 0o755, dir_fd=parent)
+            self._absent.discard(parts)
 
     # -- entries ----------------------------------------------------------------------------------
     def remove(self, parts: "tuple[str, ...]") -> bool:
@@ -173,6 +180,7 @@ class RootWriter:
             raise ImageError("a member cannot replace the root directory")
         parent = self.dir_fd(parts[:-1], create=True)
         self._remove_at(parent, parts)
+        self._absent.discard(parts)  # whatever is made here next (a symlink, say) must be seen
         return parent
 
     def _forget_dirs(self, under: "tuple[str, ...]" = ()) -> None:

@@ -229,6 +229,8 @@ def _hostile(case: str, tmp: Path, images, objs) -> Path:
         return one([i.directory("usr/"), i.symlink("usr/lib", "../../../outside"), i.file("usr/lib/evil.so", elf)])
     if case == "symlink-non-elf":  # left out or not, a path through a symlink is refused
         return one([i.symlink("lib", str(outside)), i.file("lib/notes.txt", b"x")])
+    if case == "symlink-after-skip":  # lib/ was seen absent before the symlink came
+        return one([i.file("lib/a.txt", b"x"), i.symlink("lib", str(outside)), i.file("lib/b.txt", b"x")])
     if case == "hardlink":
         return one([i.hardlink("usr/lib/x.so", "../../outside/secret")])
     if case == "whiteout-dotdot":
@@ -283,6 +285,7 @@ HOSTILE = {
     "symlink-absolute": "goes through the symlink 'lib'",
     "symlink-relative": "goes through the symlink 'usr/lib'",
     "symlink-non-elf": "goes through the symlink 'lib'",
+    "symlink-after-skip": "goes through the symlink 'lib'",
     "hardlink": "hard link target '../../outside/secret' climbs out",
     "whiteout-dotdot": "whiteout 'usr/.wh...' names no entry",
     "truncated": "truncated",
