@@ -124,3 +124,15 @@ def test_cuda_record_compares_with_the_cpu_record(ph, records, tmp_path):
     cross = ph.run_cli("parity", "compare", str(records["threads1"]), str(out), "--format", "json")
     f = ph.findings(cross)
     assert f["PARITY-matmul_f64"]["status"] == "ok" and f["PARITY-matmul_f32"]["evidence"]["devices"] == "cpu-cuda"
+
+
+def test_a_hanging_case_is_killed_at_the_timeout_and_recorded(ph, tmp_path):
+    ph.needs_torch()
+    cases = tmp_path / "hang.py"
+    cases.write_text("import time\ndef hang(x):\n    time.sleep(600)\nCASES = {'hang': hang}\n")
+    out = tmp_path / "hang.npz"
+    proc = ph.run_cli("parity", "record", "--cases", str(cases), "--timeout", "20", "-o", str(out))
+    assert proc.returncode == 1, proc.stderr
+    m = ph.manifest(out)
+    assert m["cases"]["hang"]["status"] == "error" and "hung" in m["cases"]["hang"]["message"]
+    assert m["cases"]["matmul_f64"]["status"] == "ok" and m["child"]["last_step"] == "hang"
