@@ -1,7 +1,8 @@
 """The ELF objects of one root filesystem, and which of them OLD and NEW hold with identical content.
 
-A root is walked once; a regular file is an ELF object when its first four bytes are the ELF magic
-(symlinks are names, not objects: the resolver follows them). Two objects at the same in-root path are
+A root is walked once; a regular file named like a shared object or marked executable is an ELF
+object when its first four bytes are the ELF magic (symlinks are names, not objects: the resolver
+follows them). Two objects at the same in-root path are
 identical when their sizes match and then their bytes do: sizes are compared first, so only same-size
 candidates are read, and hard links (the same inode) need no reading at all.
 """
@@ -50,11 +51,20 @@ def inventory(root_dir: str, is_host: bool = False) -> Inventory:
                 st = os.lstat(host)
             except OSError:
                 continue
-            if not stat.S_ISREG(st.st_mode) or st.st_size < 64 or not _is_elf(host):
+            if not stat.S_ISREG(st.st_mode) or st.st_size < 64 or not _may_be_object(name, st.st_mode):
+                continue
+            if not _is_elf(host):
                 continue
             inside = "/" + os.path.relpath(host, root_dir) if root_dir != "/" else host
             objects[inside] = ElfFile(inside, host, st.st_size, (st.st_dev, st.st_ino))
     return Inventory(root_dir, objects)
+
+
+def _may_be_object(name: str, mode: int) -> bool:
+    """Only a file named like a shared object (libx.so, libx.so.1.2, x.cpython-311-x86_64-linux-gnu.so)
+    or marked executable is opened: ld.so maps nothing else, and opening every data file of a machine's
+    / (sources, wheels, models) costs minutes."""
+    return ".so" in name or bool(mode & 0o111)
 
 
 def _is_elf(path: str) -> bool:

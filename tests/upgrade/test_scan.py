@@ -16,6 +16,7 @@ from rcompat.model import Status
 
 REPO = Path(__file__).resolve().parents[2]
 SITE = "/usr/local/lib/python3.11/dist-packages"
+LANTERN = "/usr/local/lib/R/site-library/torch/lib/liblantern.so"
 RUNTIME = ("libc.so.6", "libm.so.6", "ld-linux-x86-64.so.2")
 OLD_API, STABLE, OLD_ONLY = f"{SITE}/demo_ext/old_api.so", f"{SITE}/demo_ext/stable.so", f"{SITE}/old_only_ext/old_api.so"
 
@@ -91,6 +92,24 @@ def test_the_real_loader_agrees(roots):
     assert result[str(roots["old"]) + STABLE] == "ok"
     assert result[str(roots["new"]) + STABLE] == "ok"
     assert "undefined symbol: _ZN2at7Context11ckSupportedEv" in result[str(roots["new"]) + OLD_API]
+
+
+def test_r_torch_lantern_next_to_new_python_torch_is_predicted_to_fail(report, roots):
+    carried = by_id(report, "UPGRADE-CARRIED")[0]
+    assert LANTERN not in carried.evidence["rebound"]  # alone, with its own LibTorch, it is unchanged
+    [coload] = by_id(report, "UPGRADE-COLOAD")
+    assert coload.status is Status.FAIL
+    assert f"{LANTERN}: undefined symbol: _ZN2at7Context11ckSupportedEv" in coload.evidence["introduced"]
+    # the real loader: Python torch's libtorch_cpu first, then Lantern, which reuses it by soname
+    code = ("import ctypes, sys\nctypes.CDLL(sys.argv[1], ctypes.RTLD_GLOBAL)\ntry:\n    ctypes.CDLL(sys.argv[2])\n"
+            "    print('ok')\nexcept OSError as e:\n    print(e)")
+    seen = {}
+    for side in ("old", "new"):
+        done = subprocess.run([sys.executable, "-c", code, f"{roots[side]}{SITE}/torch/lib/libtorch_cpu.so",
+                               f"{roots[side]}{LANTERN}"], capture_output=True, text=True, timeout=120)
+        seen[side] = done.stdout.strip()
+    assert seen["old"] == "ok"
+    assert "undefined symbol: _ZN2at7Context11ckSupportedEv" in seen["new"]
 
 
 def test_carry_maps_an_old_only_object_into_new(report):
