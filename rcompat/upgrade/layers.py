@@ -27,6 +27,7 @@ from fnmatch import translate
 from rcompat.errors import ImageError
 from rcompat.upgrade.image import Blob, LayerRef
 from rcompat.upgrade.safety import RootWriter, member_parts, rel
+from rcompat.upgrade.tarheaders import Unsupported, expect_zeros, read_headers
 
 # Besides ELF objects, the files the upgrade scan reads (paths inside the root; `*` also crosses '/').
 METADATA_PATTERNS = (
@@ -40,6 +41,10 @@ METADATA_PATTERNS = (
     "*cuda*/version.json", "*cuda*/version.txt",  # the CUDA toolkit's version
 )
 _METADATA = re.compile("|".join(translate(p) for p in METADATA_PATTERNS))
+# A path can match a pattern only if it ends with the pattern's literal tail (or, tail-less, starts with
+# its literal head): two C-level string tests spare the regex for almost every file of an image.
+_TAILS = tuple(re.split(r"[*?[]", p)[-1] for p in METADATA_PATTERNS if re.split(r"[*?[]", p)[-1])
+_HEADS = tuple(re.split(r"[*?[]", p)[0] for p in METADATA_PATTERNS if not re.split(r"[*?[]", p)[-1])
 _ELF_HEAD = 20  # e_ident (16) + e_type (2)
 _ELF_MIN_SIZE = 52  # the smallest ELF header: anything shorter is no object
 _ELF_OBJECT_TYPES = (2, 3)  # ET_EXEC, ET_DYN: not .o files or core dumps
@@ -114,7 +119,7 @@ def _apply(writer: RootWriter, entries, everything: bool, tally: Tally) -> tuple
                 taken += 1
             else:
                 tally.unlinked.append(f"{rel(parts)} -> {member.linkname}")
-        elif member.isreg() and (everything or _METADATA.fullmatch(rel(parts)) or _is_elf_object(member, head)):
+        elif member.isreg() and (everything or _is_metadata(rel(parts)) or _is_elf_object(member, head)):
             writer.write_file(parts, member.mode, fill)
             taken += 1
         else:
@@ -147,6 +152,10 @@ def _whiteout(writer: RootWriter, parts: tuple[str, ...], touched: set[str]) -> 
         writer.remove(victim)
 
 
+def _is_metadata(path: str) -> bool:
+    return (path.endswith(_TAILS) or path.startswith(_HEADS)) and _METADATA.fullmatch(path) is not None
+
+
 def _is_elf_object(member: tarfile.TarInfo, head) -> bool:
     if member.size < _ELF_MIN_SIZE:
         return False
@@ -157,22 +166,38 @@ def _is_elf_object(member: tarfile.TarInfo, head) -> bool:
 
 
 def _in_place(window: io.BufferedReader, blob: Blob):
-    """Members of an uncompressed layer: headers walked, data read (once, if kept) from the file."""
+    """Members of an uncompressed layer: headers walked (in bulk where rcompat.upgrade.tarheaders can),
+    data read once, if kept, straight from the file."""
+    try:
+        members = read_headers(blob.fd, blob.offset, blob.size)
+    except Unsupported:
+        yield from _tarfile_in_place(window, blob)
+        return
+    for member in members:
+        yield (member, *_at(blob, member))
+
+
+def _tarfile_in_place(window: io.BufferedReader, blob: Blob):
     tar = tarfile.open(fileobj=window, mode="r:")
     for member in tar:
-        start = blob.offset + member.offset_data
         if member.issparse():
             yield from _one_streamed(tar, member)
-            continue
+        else:
+            yield (member, *_at(blob, member))
+    expect_zeros(blob.fd, blob.offset, tar.offset, blob.size)
 
-        def head(start=start) -> bytes:
-            return os.pread(blob.fd, _ELF_HEAD, start)
 
-        def fill(fd: int, start=start, size=member.size) -> None:
-            _copy_range(blob.fd, fd, start, size)
+def _at(blob: Blob, member: tarfile.TarInfo):
+    """Sniffing and copying of a member whose data lies in place in the blob."""
+    start = blob.offset + member.offset_data
 
-        yield member, head, fill
-    _check_zeros(blob, tar.offset)
+    def head() -> bytes:
+        return os.pread(blob.fd, _ELF_HEAD, start)
+
+    def fill(fd: int) -> None:
+        _copy_range(blob.fd, fd, start, member.size)
+
+    return head, fill
 
 
 def _streamed(stream: gzip.GzipFile):
@@ -213,18 +238,6 @@ def _copy_range(src: int, dst: int, offset: int, size: int) -> None:
             if not chunk:
                 raise ImageError("a member's data ends early: truncated layer") from None
             done += os.write(dst, chunk)
-
-
-def _check_zeros(blob: Blob, end: int) -> None:
-    """tarfile ends a walk at a header it cannot read as if the archive ended: what follows the last
-    member must be zeros, or the layer is damaged."""
-    position = blob.offset + end
-    limit = blob.offset + blob.size
-    while position < limit:
-        chunk = os.pread(blob.fd, min(1 << 20, limit - position), position)
-        if chunk.strip(b"\0"):
-            raise ImageError(f"damaged tar header at byte {position - blob.offset} of the layer")
-        position += len(chunk)
 
 
 def _check_tail(stream: gzip.GzipFile) -> None:
