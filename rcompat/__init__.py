@@ -14,7 +14,18 @@ __version__ = "0.1.0"
 
 __all__ = ["__version__", "doctor", "device", "render", "Finding", "Report", "Status"]
 
-from rcompat.model import Finding, Report, Status  # noqa: E402  (light: stdlib only)
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from rcompat.model import Finding, Report, Status
+
+
+def __getattr__(name: str):
+    """Finding, Report and Status load with first use: `rcompat elf symbols` never needs the model."""
+    if name in ("Finding", "Report", "Status"):
+        from rcompat import model
+
+        return getattr(model, name)
+    raise AttributeError(f"module 'rcompat' has no attribute {name!r}")
 
 
 def doctor(areas=None, *, timeout: float | None = None) -> Report:

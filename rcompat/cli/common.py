@@ -4,10 +4,11 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from typing import Iterable
+from collections.abc import Iterable
 
-from rcompat.model import Report
-from rcompat.render import FORMATS
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up of every command)
+if TYPE_CHECKING:  # the model and the renderers load with the report, not with the parser
+    from rcompat.model import Report
 
 EXIT_OK, EXIT_FINDING, EXIT_ERROR = 0, 1, 2
 MAX_TIMEOUT_S = 3600.0
@@ -45,7 +46,10 @@ def timeout_seconds(text: str) -> float:
     return value
 
 
-def add_report_options(parser: argparse.ArgumentParser, formats=FORMATS, strict: bool = True) -> None:
+def add_report_options(parser: argparse.ArgumentParser, formats=None, strict: bool = True) -> None:
+    """--format (default: every renderer's format), --output, --strict, --verbose."""
+    if formats is None:
+        from rcompat.render import FORMATS as formats
     parser.add_argument("--format", "-f", choices=formats, default="text", help="output format (default: text)")
     parser.add_argument("--output", "-o", metavar="FILE",
                         help="write the report to FILE (atomically: a temp file, then rename) instead of stdout")

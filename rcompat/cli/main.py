@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Sequence
+from collections.abc import Sequence
 
 from rcompat import __version__
 from rcompat.cli.common import EXIT_ERROR, EXIT_OK, register_commands
@@ -33,7 +33,35 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(EXIT_ERROR)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The parser for `argv`: every command of COMMAND_MODULES, or, when argv names a command that its
+    own module provides (`elf` -> rcompat.elf.cli), that module's commands alone, so that running one
+    command does not import every other command's module (start-up of `rcompat elf symbols`)."""
+    command = _command_word(argv or ())
+    owner = _owner_module(command)
+    if owner:
+        parser, sub = _top_parser()
+        register_commands(sub, (owner,))
+        if command in sub.choices:
+            return parser
+    parser, sub = _top_parser()
+    register_commands(sub, COMMAND_MODULES)
+    return parser
+
+
+def _command_word(argv: Sequence[str]) -> str | None:
+    """The command argv names: its first word that is not an option (rcompat's own options take no value)."""
+    return next((word for word in argv if not word.startswith("-")), None)
+
+
+def _owner_module(command: str | None) -> str | None:
+    """The module of COMMAND_MODULES named after `command` (rcompat.<command>.cli, rcompat.cli.<command>_cmd)."""
+    if command is None:
+        return None
+    return next((m for m in COMMAND_MODULES if m in (f"rcompat.{command}.cli", f"rcompat.cli.{command}_cmd")), None)
+
+
+def _top_parser() -> tuple[argparse.ArgumentParser, argparse.Action]:
     parser = _Parser(
         prog="rcompat",
         description="Diagnose why R + deep learning + GPU breaks on this machine.",
@@ -42,15 +70,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"rcompat {__version__}")
     parser.add_argument("--debug", action="store_true", help="show tracebacks of rcompat's own errors")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    register_commands(sub, COMMAND_MODULES)
-    return parser
+    return parser, sub
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv
     try:
-        parser = build_parser()
+        parser = build_parser(argv)
         args = parser.parse_args(argv)
         if not getattr(args, "func", None):
             parser.print_help(sys.stderr)
@@ -79,11 +106,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _check_output_targets(args: argparse.Namespace) -> None:
     """Every command writes --output/--trace atomically at the end; refuse a bad target up front."""
-    from rcompat.atomic import check_writable_target
-
     for attr in ("output", "trace"):
         target = getattr(args, attr, None)
         if isinstance(target, str) and target and target != "-":
+            from rcompat.atomic import check_writable_target
+
             check_writable_target(target)
 
 

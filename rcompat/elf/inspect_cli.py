@@ -16,7 +16,9 @@ def register(elf_sub) -> None:
     which.add_argument("--defined", action="store_true", help="only defined symbols (nm --defined-only)")
     which.add_argument("--undefined", action="store_true", help="only undefined symbols (nm --undefined-only)")
     p.add_argument("--demangle", "-C", action="store_true", help="demangle C++ names (like nm -C)")
-    p.add_argument("--format", "-f", choices=("nm", "json", "csv"), default="nm", help="output format (default: nm)")
+    p.add_argument("--format", "-f", choices=("nm", "json", "csv"), default="nm",
+                   help="output format (default: nm). json: an array, one object per symbol and line, in "
+                        ".dynsym order; csv: one row per symbol")
     p.set_defaults(func=_symbols)
 
     p = elf_sub.add_parser("deps", help="dependency tree resolved like ld.so, statically",
@@ -85,9 +87,10 @@ def _symbols(args) -> int:
     defined = True if args.defined else (False if args.undefined else None)
     syms = symbols(args.lib, defined=defined, demangle=args.demangle)
     if args.format == "nm":
-        sys.stdout.write("".join(line + "\n" for line in syms.nm_lines(demangle=args.demangle)))
+        sys.stdout.write(syms.nm_text(demangle=args.demangle))
     elif args.format == "json":
-        _json(syms.to_records(demangle=args.demangle))
+        for chunk in syms.json_chunks(demangle=args.demangle):
+            sys.stdout.write(chunk)
     else:
         import csv
 

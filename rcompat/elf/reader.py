@@ -1,33 +1,33 @@
-"""Open an ELF object safely and read its dynamic tables in bulk.
+"""Open an ELF object safely and read its headers and dynamic tables in bulk.
 
 Nothing here loads or executes the inspected file (unlike `ldd`): it is memory-mapped read-only and
-parsed. pyelftools' ELFFile reads the ELF header and the section headers and names (its exceptions
-become ElfError with path and offset). The large tables (.dynsym, .dynstr, .gnu.version,
-.gnu.version_d/_r, .dynamic) are decoded here with struct/memoryview over the mapped bytes, because
-pyelftools' per-symbol objects take 4.6 s on libtorch_cpu.so's 75,415 dynamic symbols where
-`nm -D --defined-only` takes 0.08-0.09 s; the bulk decode takes ~50 ms, and the whole table read
-(`rcompat.elf.symbols`, imports included) 0.15 s = 1.7x nm (benchmarks/bench_elf_symbols.py,
-measured on this 2-core machine). Every offset read from the file is checked against the file size
-first, so a truncated or corrupt file raises ElfError naming the offset, never an IndexError or an
-endless loop (benchmarks/fuzz_elf.py: 10,000 mutated files, 0 other exceptions).
+parsed with struct/memoryview, the ELF and section headers as well as the large tables (.dynsym,
+.dynstr, .gnu.version, .gnu.version_d/_r, .dynamic). pyelftools was measured on both: its per-symbol
+objects take 4.6 s on libtorch_cpu.so's 75,415 dynamic symbols where `nm -D --defined-only` takes
+0.08-0.12 s, and merely importing it (construct, dwarf, pdb underneath) took 40-50 ms, about half of
+nm's whole run, which `rcompat elf symbols` pays on every call; the headers are two fixed structs,
+and tests/elf/test_reader.py checks every section table against pyelftools'. Every offset read from
+the file is checked against the file size first, so a truncated or corrupt file raises ElfError
+naming the offset, never an IndexError or an endless loop (benchmarks/fuzz_elf.py: 10,000 mutated
+files, 0 other exceptions).
 """
 from __future__ import annotations
 
-import contextlib
 import itertools
 import mmap
 import os
 import struct
 import sys
-from dataclasses import dataclass, field
+from collections import namedtuple
+from collections.abc import Iterator
 from functools import cached_property
 from pathlib import Path
-from typing import Iterator
 
 from rcompat.elf.errors import ElfError, NotElfError
 
 ELF_MAGIC = b"\x7fELF"
-SHN_UNDEF, SHN_ABS, SHN_COMMON, SHN_LORESERVE = 0, 0xFFF1, 0xFFF2, 0xFF00
+SHN_UNDEF, SHN_ABS, SHN_COMMON, SHN_LORESERVE, SHN_XINDEX = 0, 0xFFF1, 0xFFF2, 0xFF00, 0xFFFF
+SHT_NOBITS = 8
 VERSYM_HIDDEN = 0x8000
 VER_FLG_BASE, VER_FLG_WEAK = 0x1, 0x2
 
@@ -41,59 +41,62 @@ DF_SYMBOLIC = 0x2
 MACHINES = {3: "x86", 62: "x86_64", 183: "aarch64", 40: "arm", 20: "ppc", 21: "ppc64", 243: "riscv", 8: "mips"}
 
 
-@dataclass(frozen=True)
-class Section:
-    index: int
-    name: str
-    type: str
-    addr: int
-    offset: int
-    size: int
-    flags: int
-    entsize: int
-    link: int
-    info: int
+# Plain tuples and classes rather than dataclasses: decorating them cost more at import (15-30 ms) than
+# reading a small library, and every `rcompat elf` command imports this module.
+class Section(namedtuple("Section", "index name type addr offset size flags entsize link info")):
+    __slots__ = ()
 
     @property
     def occupies_file(self) -> bool:
         return self.type != "SHT_NOBITS" and self.size > 0
 
 
-@dataclass(frozen=True)
-class VersionDef:
-    index: int
-    name: str
-    flags: int
-    parents: tuple[str, ...] = ()
+class VersionDef(namedtuple("VersionDef", "index name flags parents", defaults=((),))):
+    """A version node this file defines (verdef); `parents` are the names after the first."""
+
+    __slots__ = ()
 
 
-@dataclass(frozen=True)
-class VersionNeed:
-    index: int  # the vna_other value that .gnu.version entries refer to
-    file: str
-    name: str
-    flags: int
+class VersionNeed(namedtuple("VersionNeed", "index file name flags")):
+    """A version this file needs from `file` (verneed); `index` is the vna_other value that .gnu.version
+    entries refer to."""
+
+    __slots__ = ()
 
     @property
     def weak(self) -> bool:
         return bool(self.flags & VER_FLG_WEAK)
 
 
-@dataclass
 class SymbolTable:
-    """Column-oriented .dynsym: index i of every list is symbol i (0 is the null symbol, skipped)."""
+    """Column-oriented .dynsym: index i of every list is symbol i (0 is the null symbol, skipped).
+    versions: "" when unversioned; hidden: the version is not the default one (name@VER, not @@VER);
+    version_files: the library a verneed version is needed from; version_indexes: the .gnu.version
+    entry with the hidden bit cleared (0 without one)."""
 
-    names: list[str] = field(default_factory=list)
-    values: list[int] = field(default_factory=list)
-    sizes: list[int] = field(default_factory=list)
-    types: list[str] = field(default_factory=list)
-    binds: list[str] = field(default_factory=list)
-    visibilities: list[str] = field(default_factory=list)
-    shndx: list[int] = field(default_factory=list)
-    versions: list[str] = field(default_factory=list)  # "" when unversioned
-    hidden: list[bool] = field(default_factory=list)  # version is not the default one (name@VER vs @@VER)
-    version_files: list[str] = field(default_factory=list)  # for undefined: the library verneed names
-    version_indexes: list[int] = field(default_factory=list)  # .gnu.version entry, hidden bit cleared; 0 without one
+    COLUMNS = ("names", "values", "sizes", "types", "binds", "visibilities", "shndx", "versions", "hidden",
+               "version_files", "version_indexes")
+    __slots__ = COLUMNS
+
+    def __init__(self) -> None:
+        for column in self.COLUMNS:
+            setattr(self, column, [])
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+
+class RawSymbols:
+    """.dynsym column by column as stored, symbol 1 first: st_info and st_other as bytes (one byte per
+    symbol), the .gnu.version entry of each symbol (empty without that section), the names decoded."""
+
+    __slots__ = ("names", "infos", "others", "shndx", "values", "sizes", "versym")
+
+    def __init__(self, names: list[str] | None = None, infos: bytes = b"", others: bytes = b"",
+                 shndx: list[int] | None = None, values: list[int] | None = None, sizes: list[int] | None = None,
+                 versym: list[int] | None = None) -> None:
+        self.names, self.infos, self.others = names or [], infos, others
+        self.shndx, self.values, self.sizes, self.versym = shndx or [], values or [], sizes or [], versym or []
 
     def __len__(self) -> int:
         return len(self.names)
@@ -141,24 +144,16 @@ class ElfImage:
 
     # -- header and sections -----------------------------------------------------------------
     def _parse_header(self) -> None:
-        """pyelftools reads the ELF header; its exceptions become ElfError with the offset."""
+        """The ELF header (Elf32_Ehdr/Elf64_Ehdr), with struct once its size is checked."""
         ei_class, ei_data = self.data[4], self.data[5]
         if ei_class not in (1, 2) or ei_data not in (1, 2):
             raise ElfError(self.path, f"corrupt ELF header (class {ei_class}, data encoding {ei_data})", 4)
         self.bits = 64 if ei_class == 2 else 32
         self.endian = "<" if ei_data == 1 else ">"
         self._need(0, 64 if self.bits == 64 else 52, "ELF header")
-        from elftools.elf.elffile import ELFFile
-
-        with _pyelftools_errors(self.path, 0, "ELF header"):
-            self._elffile = ELFFile(self._fh)
-            h = self._elffile.header
-            self.e_type = _enum_int(h["e_type"], "ENUM_E_TYPE")
-            self.e_machine = _enum_int(h["e_machine"], "ENUM_E_MACHINE")
-            (self.entry, self.phoff, self.shoff, self.e_flags, self.phentsize, self.phnum, self.shentsize,
-             self.shnum, self.shstrndx) = (h["e_entry"], h["e_phoff"], h["e_shoff"], h["e_flags"],
-                                           h["e_phentsize"], h["e_phnum"], h["e_shentsize"], h["e_shnum"],
-                                           h["e_shstrndx"])
+        fmt = self.endian + ("HHIQQQIHHHHHH" if self.bits == 64 else "HHIIIIIHHHHHH")
+        (self.e_type, self.e_machine, _version, self.entry, self.phoff, self.shoff, self.e_flags, _ehsize,
+         self.phentsize, self.phnum, self.shentsize, self.shnum, self.shstrndx) = struct.unpack_from(fmt, self.data, 16)
 
     @property
     def machine(self) -> str:
@@ -175,32 +170,40 @@ class ElfImage:
 
     @cached_property
     def sections(self) -> list[Section]:
-        """Section headers, located and named by pyelftools (tens of entries: ~2 ms on libtorch_cpu.so);
-        only the big tables are decoded by hand below."""
+        """Section headers and their names (tens of entries), read with struct like the tables below.
+        Extended numbering is honoured: e_shnum 0 and e_shstrndx SHN_XINDEX put the real values in
+        section 0's sh_size and sh_link. Section types are named as pyelftools names them."""
         if self.shoff == 0:
             return []
         ent = 64 if self.bits == 64 else 40
         if self.shentsize != ent:
             raise ElfError(self.path, f"corrupt section header size {self.shentsize} (expected {ent})", self.shoff)
-        elf = self._elffile
-        # Bound the count before pyelftools iterates: a flipped e_shnum must not mean 65,535 reads.
         self._need(self.shoff, ent, "section header table")
-        with _pyelftools_errors(self.path, self.shoff, "section header table"):
-            count = elf.num_sections()
+        fmt = self.endian + ("IIQQQQIIQQ" if self.bits == 64 else "IIIIIIIIII")
+        first = struct.unpack_from(fmt, self.data, self.shoff)
+        count = self.shnum or first[5]
+        # Bound the count before reading: a flipped e_shnum must not mean 65,535 reads.
         self._need(self.shoff, ent * count, f"section header table of {count} entries")
+        headers = [struct.unpack_from(fmt, self.data, self.shoff + i * ent) for i in range(count)]
+        types = {**SECTION_TYPES, **MACHINE_SECTION_TYPES.get(self.e_machine, {})}
+        for i, (_name, typ, _flags, _addr, offset, size, *_rest) in enumerate(headers):
+            if typ != SHT_NOBITS and size > 0:
+                self._need(offset, size, f"section {i} ({types.get(typ, f'SHT_{typ:#x}')})")
+        names_index = first[6] if self.shstrndx == SHN_XINDEX else self.shstrndx
+        if names_index >= count:
+            raise ElfError(self.path, f"corrupt ELF header: section name table {names_index} beyond the {count} "
+                                      "sections", self.shoff)
+        names = b""
+        if names_index:  # SHN_UNDEF: the file has no section names
+            _, typ, _, _, offset, size, *_ = headers[names_index]
+            names = bytes(self.data[offset:offset + size]) if typ != SHT_NOBITS else b""
         out = []
-        for i in range(count):
-            with _pyelftools_errors(self.path, self.shoff + i * ent, f"section header {i}"):
-                # Header + name only: get_section() would build pyelftools' section objects, and its
-                # GNUHashSection parses the whole hash chain on creation (84 ms on libtorch_cpu.so).
-                h = elf._get_section_header(i)
-                typ = h["sh_type"]
-                stype = typ if isinstance(typ, str) else _SHT.get(typ, f"SHT_{typ:#x}")
-                section = Section(i, elf._get_section_name(h), stype, h["sh_addr"], h["sh_offset"], h["sh_size"],
-                                  h["sh_flags"], h["sh_entsize"], h["sh_link"], h["sh_info"])
-            if section.occupies_file:
-                self._need(section.offset, section.size, f"section {i} ({section.name or section.type})")
-            out.append(section)
+        for i, (name, typ, flags, addr, offset, size, link, info, _align, entsize) in enumerate(headers):
+            if name and name >= len(names):
+                raise ElfError(self.path, f"section {i} name offset {name} outside the section name table "
+                                          f"({len(names)} bytes)", self.shoff + i * ent)
+            out.append(Section(i, _cstr(names, name, self.path), types.get(typ, f"SHT_{typ:#x}"), addr, offset,
+                               size, flags, entsize, link, info))
         return out
 
     def section(self, name: str) -> Section | None:
@@ -318,60 +321,56 @@ class ElfImage:
 
     # -- dynamic symbols ---------------------------------------------------------------------
     @cached_property
-    def dynamic_symbols(self) -> SymbolTable:
+    def raw_dynamic_symbols(self) -> RawSymbols:
+        """.dynsym's fields as stored (names decoded, nothing else interpreted): what `nm -D` output and
+        the JSON listing are built from without the per-symbol strings of `dynamic_symbols`."""
         sec = self.section_by_type("SHT_DYNSYM")
-        table = SymbolTable()
         if sec is None:
-            return table
+            return RawSymbols()
         strtab = self._linked_strtab(sec)
         ent = 24 if self.bits == 64 else 16  # sizeof(Elf64_Sym), sizeof(Elf32_Sym)
         raw = self.section_bytes(sec)
         count = len(raw) // ent
         if count <= 1:
-            return table
+            return RawSymbols()
         # Column-wise decoding over strided memoryviews: every column comes out of C in one call, where
         # struct.iter_unpack + zip takes ~40 ms and a per-symbol loop ~75 ms on libtorch_cpu.so.
         st_names, infos, others, ndxs, values, sizes = _symbol_columns(raw[ent: count * ent], self.bits,
                                                                        self.endian)
         strlen = len(strtab)
-        bad = next((i for i, o in enumerate(st_names) if o >= strlen and o), None)
-        if bad is not None:
+        if max(st_names) >= max(strlen, 1):  # offset 0 (no name) is fine even in an empty table
+            bad = next(i for i, o in enumerate(st_names) if o >= strlen and o)
             raise ElfError(self.path, f"symbol {bad + 1} name offset {st_names[bad]} outside the string table "
                                       f"({strlen} bytes)", sec.offset + (bad + 1) * ent)
-        # latin-1 maps bytes 1:1 to characters, so byte offsets stay valid for str.find; the rare
-        # non-ASCII name is re-decoded as UTF-8 afterwards.
-        text = strtab.decode("latin-1") + "\0"  # a terminator, so every find() succeeds
-        # Most names start right after a NUL: map those through a dict built in C (split +
-        # accumulate); only names sharing another's tail (linkers merge suffixes) need find().
-        parts = text.split("\0")
-        starts = dict(zip(itertools.accumulate(map(len, parts), lambda acc, n: acc + n + 1, initial=0), parts))
-        names = list(map(starts.get, st_names))
-        if None in names:
-            find = text.find
-            names = [n if n is not None else text[o:find("\0", o)] for n, o in zip(names, st_names)]
-        if not text.isascii():
-            names = [n if n.isascii() else n.encode("latin-1").decode("utf-8", "replace") for n in names]
-        table.names = names
-        table.values, table.sizes, table.shndx = list(values), list(sizes), list(ndxs)
+        return RawSymbols(_names_at(strtab, st_names), infos, others, list(ndxs), list(values), list(sizes),
+                          self._versym(count)[1:])
+
+    @cached_property
+    def dynamic_symbols(self) -> SymbolTable:
+        raw = self.raw_dynamic_symbols
+        table = SymbolTable()
+        if not raw.names:
+            return table
+        table.names, table.values, table.sizes, table.shndx = raw.names, raw.values, raw.sizes, raw.shndx
         # map() over lookup tables keeps the per-symbol work in C.
-        table.types = list(map(_TYPE_OF_INFO.__getitem__, infos))
-        table.binds = list(map(_BIND_OF_INFO.__getitem__, infos))
-        table.visibilities = list(map(_VIS_OF_OTHER.__getitem__, others))
-        versym = self._versym(count)[1:]
+        table.types = list(map(TYPE_OF_INFO.__getitem__, raw.infos))
+        table.binds = list(map(BIND_OF_INFO.__getitem__, raw.infos))
+        table.visibilities = list(map(VISIBILITY_OF_OTHER.__getitem__, raw.others))
+        versym = raw.versym
         if versym:
-            labels = self._version_labels(versym)
+            labels = self.version_labels(versym)
             distinct = set(versym)
             table.versions = list(map({v: labels[v & 0x7FFF][0] for v in distinct}.__getitem__, versym))
             table.version_files = list(map({v: labels[v & 0x7FFF][1] for v in distinct}.__getitem__, versym))
             table.hidden = list(map({v: bool(v & VERSYM_HIDDEN) for v in distinct}.__getitem__, versym))
             table.version_indexes = list(map({v: v & 0x7FFF for v in distinct}.__getitem__, versym))
         else:
-            n = count - 1
+            n = len(raw.names)
             table.versions, table.version_files, table.hidden = [""] * n, [""] * n, [False] * n
             table.version_indexes = [0] * n
         return table
 
-    def _version_labels(self, versym: list[int]) -> dict[int, tuple[str, str]]:
+    def version_labels(self, versym: list[int]) -> dict[int, tuple[str, str]]:
         """Version index -> (version name, file named by verneed) for every index used."""
         vdefs, vneeds = self.version_definitions, self.version_needs
         labels: dict[int, tuple[str, str]] = {}
@@ -413,6 +412,19 @@ class ElfImage:
         return None
 
 
+def _names_at(strtab: bytes, offsets: list[int]) -> list[str]:
+    """The NUL-terminated string at each offset of `strtab` (offsets already checked to lie inside it)."""
+    # latin-1 maps bytes 1:1 to characters, so byte offsets stay valid for str.find; the rare
+    # non-ASCII name is re-decoded as UTF-8 afterwards. Three C-level passes (find each end, make the
+    # slices, take them) beat splitting the table into a dict of names by start offset (-30%), and
+    # need no second look for names that share another's tail (linkers merge suffixes).
+    text = strtab.decode("latin-1") + "\0"  # a terminator, so every find() succeeds
+    names = list(map(text.__getitem__, map(slice, offsets, map(text.find, itertools.repeat("\0"), offsets))))
+    if not text.isascii():
+        names = [n if n.isascii() else n.encode("latin-1").decode("utf-8", "replace") for n in names]
+    return names
+
+
 def _symbol_columns(raw: bytes, bits: int, endian: str) -> tuple:
     """(st_name, st_info, st_other, st_shndx, st_value, st_size) columns of a packed Elf_Sym array."""
     if (endian == "<") == (sys.byteorder == "little"):
@@ -432,45 +444,27 @@ def _symbol_columns(raw: bytes, bits: int, endian: str) -> tuple:
     return st_names, infos, others, ndxs, values, sizes
 
 
-_TYPE_OF_INFO = [STT.get(i & 0xF, str(i & 0xF)) for i in range(256)]
-_BIND_OF_INFO = [STB.get(i >> 4, str(i >> 4)) for i in range(256)]
-_VIS_OF_OTHER = [STV[i & 0x3] for i in range(256)]
+TYPE_OF_INFO = [STT.get(i & 0xF, str(i & 0xF)) for i in range(256)]
+BIND_OF_INFO = [STB.get(i >> 4, str(i >> 4)) for i in range(256)]
+VISIBILITY_OF_OTHER = [STV[i & 0x3] for i in range(256)]
 
-_SHT = {0: "SHT_NULL", 1: "SHT_PROGBITS", 2: "SHT_SYMTAB", 3: "SHT_STRTAB", 4: "SHT_RELA", 5: "SHT_HASH",
-        6: "SHT_DYNAMIC", 7: "SHT_NOTE", 8: "SHT_NOBITS", 9: "SHT_REL", 11: "SHT_DYNSYM",
-        14: "SHT_INIT_ARRAY", 15: "SHT_FINI_ARRAY", 16: "SHT_PREINIT_ARRAY", 17: "SHT_GROUP",
-        18: "SHT_SYMTAB_SHNDX", 0x6FFFFFF5: "SHT_GNU_ATTRIBUTES", 0x6FFFFFF6: "SHT_GNU_HASH",
-        0x6FFFFFFD: "SHT_GNU_verdef", 0x6FFFFFFE: "SHT_GNU_verneed", 0x6FFFFFFF: "SHT_GNU_versym",
-        0x70000001: "SHT_X86_64_UNWIND"}
-
-
-# What pyelftools (and construct/struct under it) raise on a malformed file. Each becomes an ElfError
-# naming the path and the offset of the structure being read, so callers handle one exception type.
-def _parse_error_types() -> tuple[type[BaseException], ...]:
-    from elftools.common.exceptions import ELFError as PyElfToolsError
-    from elftools.construct.core import ConstructError
-
-    return (PyElfToolsError, ConstructError, struct.error, ValueError, IndexError, KeyError, OverflowError,
-            UnicodeDecodeError, EOFError, AssertionError, TypeError, OSError, MemoryError)
-
-
-@contextlib.contextmanager
-def _pyelftools_errors(path: object, offset: int, what: str) -> Iterator[None]:
-    try:
-        yield
-    except ElfError:
-        raise
-    except _parse_error_types() as exc:
-        raise ElfError(path, f"corrupt {what}: {type(exc).__name__}: {exc}", offset) from None
-
-
-def _enum_int(value: object, enum_name: str) -> int:
-    """pyelftools names known enum values ('EM_X86_64'); the rest of this module keeps the numbers."""
-    if isinstance(value, int):
-        return value
-    from elftools.elf import enums
-
-    return int(getattr(enums, enum_name).get(value, -1))
+# Section type names as pyelftools gives them (ENUM_SH_TYPE_BASE and the per-machine tables of 0.33;
+# tests/elf/test_reader.py compares whole section tables with pyelftools'); others read SHT_0x....
+SECTION_TYPES = {0: "SHT_NULL", 1: "SHT_PROGBITS", 2: "SHT_SYMTAB", 3: "SHT_STRTAB", 4: "SHT_RELA", 5: "SHT_HASH",
+                 6: "SHT_DYNAMIC", 7: "SHT_NOTE", 8: "SHT_NOBITS", 9: "SHT_REL", 10: "SHT_SHLIB", 11: "SHT_DYNSYM",
+                 14: "SHT_INIT_ARRAY", 15: "SHT_FINI_ARRAY", 16: "SHT_PREINIT_ARRAY", 17: "SHT_GROUP",
+                 18: "SHT_SYMTAB_SHNDX", 19: "SHT_RELR", 20: "SHT_NUM", 0x60000000: "SHT_LOOS",
+                 0x6FFFFFF3: "SHT_SUNW_LDYNSYM", 0x6FFFFFF5: "SHT_GNU_ATTRIBUTES", 0x6FFFFFF6: "SHT_GNU_HASH",
+                 0x6FFFFFF7: "SHT_GNU_LIBLIST", 0x6FFFFFFC: "SHT_SUNW_syminfo", 0x6FFFFFFD: "SHT_GNU_verdef",
+                 0x6FFFFFFE: "SHT_GNU_verneed", 0x6FFFFFFF: "SHT_GNU_versym", 0x80000000: "SHT_LOUSER",
+                 0xFFFFFFFF: "SHT_HIUSER"}
+MACHINE_SECTION_TYPES = {
+    62: {0x70000001: "SHT_AMD64_UNWIND"},
+    40: {0x70000001: "SHT_ARM_EXIDX", 0x70000002: "SHT_ARM_PREEMPTMAP", 0x70000003: "SHT_ARM_ATTRIBUTES",
+         0x70000004: "SHT_ARM_DEBUGOVERLAY"},
+    183: {0x70000003: "SHT_AARCH64_ATTRIBUTES"},
+    243: {0x70000003: "SHT_RISCV_ATTRIBUTES"},
+}
 
 
 def _cstr(table: bytes, offset: int, path: object = None) -> str:

@@ -5,36 +5,32 @@ ifunc, W/V weak, u GNU unique, A absolute, then by the ELF section's flags: T/t 
 data, D/d writable data, B/b no file contents (.bss, .tbss); lower case when local. Names carry
 `@@VER` (the default version) or `@VER` (hidden, or any version of an undefined reference) exactly
 as `nm -D` prints them. Section and file symbols are left out, as nm does without `-a`.
+
+A listing is kept as the selected rows of .dynsym's raw columns; the per-symbol columns (type, bind,
+section, ...) are derived only when asked for. `nm -D` text and the JSON listing are assembled from
+those columns in C-level passes (rcompat.elf.symbol_text), never one object per symbol: that is what
+keeps `rcompat elf symbols` near nm's own time (benchmarks/bench_elf_symbols.py).
 """
 from __future__ import annotations
 
-import operator
 import os
-from dataclasses import dataclass
-from typing import Iterator, Sequence
+from collections import namedtuple
+from collections.abc import Iterator, Sequence
+from operator import itemgetter
 
-from rcompat.elf.reader import SHN_ABS, SHN_COMMON, SHN_LORESERVE, SHN_UNDEF, ElfImage, SymbolTable
+from rcompat.elf.reader import (BIND_OF_INFO, SHN_ABS, SHN_COMMON, SHN_LORESERVE, SHN_UNDEF, TYPE_OF_INFO,
+                                VERSYM_HIDDEN, VISIBILITY_OF_OTHER, ElfImage, RawSymbols)
 
 SHF_WRITE, SHF_ALLOC, SHF_EXECINSTR = 0x1, 0x2, 0x4
+STT_SECTION, STT_FILE = 3, 4
 COLUMNS = ("name", "version", "version_hidden", "version_file", "letter", "value", "size", "type", "bind",
            "visibility", "section", "defined")
-_DEBUG_TYPES = {"SECTION", "FILE"}
 
 
-@dataclass(frozen=True)
-class Symbol:
-    name: str
-    version: str
-    version_hidden: bool
-    version_file: str
-    letter: str
-    value: int
-    size: int
-    type: str
-    bind: str
-    visibility: str
-    section: str
-    defined: bool
+class Symbol(namedtuple("Symbol", COLUMNS)):
+    """One dynamic symbol (a row of a SymbolList; the list itself keeps columns, not these)."""
+
+    __slots__ = ()
 
     @property
     def decorated(self) -> str:
@@ -55,84 +51,132 @@ def decorate(name: str, version: str, hidden: bool, defined: bool, version_file:
     return f"{name}{'@@' if defined and not hidden and not version_file else '@'}{version}"
 
 
-class SymbolList(Sequence[Symbol]):
-    """The selected dynamic symbols of one file, column-oriented (75k Symbol objects are not free)."""
+class SymbolList(Sequence):
+    """The selected dynamic symbols of one file, column-oriented (75k Symbol objects are not free).
 
-    def __init__(self, path: str, bits: int, columns: dict[str, list]) -> None:
+    `table` is the file's whole .dynsym and `rows` the indexes selected from it (None: all);
+    `section_names`/`section_letters` describe the file's sections and `version_labels` maps a version
+    index to (version name, file needing it)."""
+
+    def __init__(self, path: str, bits: int, table: RawSymbols, rows: list[int] | None, section_names: list[str],
+                 section_letters: list[str], version_labels: dict[int, tuple[str, str]]) -> None:
         self.path = path
         self.bits = bits
-        self._cols = columns
+        self.table = table
+        self.rows = rows
+        self.section_names = section_names
+        self.section_letters = section_letters
+        self.version_labels = version_labels
         self.demangled: list[str] | None = None
+        self._cols: dict[str, list] = {}
+        self._raw: RawSymbols | None = None
+
+    @property
+    def raw(self) -> RawSymbols:
+        """The selected rows of .dynsym's fields."""
+        if self._raw is None:
+            self._raw = self.table if self.rows is None else _pick_rows(self.table, self.rows)
+        return self._raw
 
     def __len__(self) -> int:
-        return len(self._cols["name"])
+        return len(self.table.names if self.rows is None else self.rows)
 
     def __getitem__(self, i):  # type: ignore[override]
         if isinstance(i, slice):
             return [self[j] for j in range(*i.indices(len(self)))]
-        return Symbol(**{c: self._cols[c][i] for c in COLUMNS})
+        return Symbol(*(self.column(c)[i] for c in COLUMNS))
 
     def __iter__(self) -> Iterator[Symbol]:
-        cols = [self._cols[c] for c in COLUMNS]
-        for row in zip(*cols):
-            yield Symbol(*row)
+        return map(Symbol, *(self.column(c) for c in COLUMNS))
 
     def column(self, name: str) -> list:
+        """One column of COLUMNS, derived from the raw fields on first use."""
+        if name not in self._cols:
+            self._cols[name] = self._derive(name)
         return self._cols[name]
 
+    def _derive(self, name: str) -> list:
+        raw = self.raw
+        if name in ("name", "value", "size"):
+            return {"name": raw.names, "value": raw.values, "size": raw.sizes}[name]
+        if name in ("version", "version_file", "version_hidden"):
+            if not raw.versym:
+                return [False if name == "version_hidden" else ""] * len(raw.names)
+            return _lookup(raw.versym, {v: self.version_field(v, name) for v in set(raw.versym)})
+        if name == "type":
+            return list(map(TYPE_OF_INFO.__getitem__, raw.infos))
+        if name == "bind":
+            return list(map(BIND_OF_INFO.__getitem__, raw.infos))
+        if name == "visibility":
+            return list(map(VISIBILITY_OF_OTHER.__getitem__, raw.others))
+        if name == "section":
+            return _lookup(raw.shndx, {n: self.section_of(n) for n in set(raw.shndx)})
+        if name == "defined":
+            return list(map(bool, raw.shndx))  # SHN_UNDEF is 0
+        if name == "letter":
+            keys = list(zip(raw.infos, raw.shndx))
+            return _lookup(keys, {key: self.letter_of(*key) for key in set(keys)})
+        raise KeyError(name)
+
+    def version_field(self, versym: int, name: str) -> object:
+        """`version`, `version_file` or `version_hidden` of a .gnu.version entry."""
+        if name == "version_hidden":
+            return bool(versym & VERSYM_HIDDEN)
+        return self.version_labels.get(versym & 0x7FFF, ("", ""))[0 if name == "version" else 1]
+
+    def letter_of(self, info: int, ndx: int) -> str:
+        """nm's letter for a symbol with this st_info in section `ndx`."""
+        return _letter(TYPE_OF_INFO[info], BIND_OF_INFO[info], ndx, self.section_letters)
+
+    def section_of(self, ndx: int) -> str:
+        """The `section` column: the section's name, or UND/ABS/COM."""
+        return _section_label(ndx, self.section_names)
+
     def decorated_names(self) -> list[str]:
-        c = self._cols
-        return [decorate(n, v, h, d, f) for n, v, h, d, f in zip(c["name"], c["version"], c["version_hidden"],
-                                                                    c["defined"], c["version_file"])]
+        c = [self.column(n) for n in ("name", "version", "version_hidden", "defined", "version_file")]
+        return list(map(decorate, *c))
 
     def names(self) -> set[str]:
-        return set(self._cols["name"])
+        return set(self.raw.names)
+
+    def nm_text(self, demangle: bool = False) -> str:
+        """The whole `nm -D` output: lines sorted by name like nm in the C locale (ties keep .dynsym
+        order), each ending in a newline."""
+        from rcompat.elf.symbol_text import nm_text
+
+        return nm_text(self, self.demangle() if demangle else None)
 
     def nm_lines(self, demangle: bool = False) -> list[str]:
-        """`nm -D` lines, sorted by name like nm in the C locale (ties keep .dynsym order).
+        """`nm -D` lines (without newlines), in nm's order."""
+        return self.nm_text(demangle).split("\n")[:-1]
 
-        Written as whole-column comprehensions: a per-symbol loop calling decorate() took ~200 ms
-        on libtorch_cpu.so's 74k defined symbols, this takes ~60 ms."""
-        c = self._cols
-        width = 16 if self.bits == 64 else 8
-        raw = c["name"]
-        shown = self.demangle() if demangle else raw
-        blank = " " * width
-        hex_format = f"0{width}x"
-        labels = [s if not v or (d and not f and v == n) else
-                  (f"{s}@@{v}" if d and not h and not f else f"{s}@{v}")
-                  for s, n, v, h, f, d in zip(shown, raw, c["version"], c["version_hidden"], c["version_file"],
-                                              c["defined"])]
-        addrs = list(map(f"{{:{hex_format}}}".format, c["value"]))
-        if not all(c["defined"]):
-            addrs = [a if d else blank for a, d in zip(addrs, c["defined"])]
-        lines = list(map(" ".join, zip(addrs, c["letter"], labels)))
-        order = sorted(range(len(raw)), key=raw.__getitem__)
-        return [lines[i] for i in order]
+    def json_chunks(self, demangle: bool = False) -> Iterator[str]:
+        """A JSON array of the to_records() rows, one compact object per line, in pieces to write as
+        they come (see rcompat.elf.symbol_text)."""
+        from rcompat.elf.symbol_text import json_chunks
+
+        return json_chunks(self, self.demangle() if demangle else None)
 
     def demangle(self) -> list[str]:
         if self.demangled is None:
             from rcompat.elf.demangle import demangle_all
 
-            self.demangled = demangle_all(self._cols["name"])
+            self.demangled = demangle_all(self.raw.names)
         return self.demangled
 
     def to_records(self, demangle: bool = False) -> list[dict]:
-        names = self.demangle() if demangle else None
-        out = []
-        for i, sym in enumerate(self):
-            rec = {c: getattr(sym, c) for c in COLUMNS}
-            rec["decorated"] = sym.decorated
-            if names is not None:
-                rec["demangled"] = names[i]
-            out.append(rec)
-        return out
+        """One dict per symbol: COLUMNS, then `decorated` (and `demangled` when asked)."""
+        keys = (*COLUMNS, "decorated") + (("demangled",) if demangle else ())
+        cols = [self.column(c) for c in COLUMNS] + [self.decorated_names()]
+        if demangle:
+            cols.append(self.demangle())
+        return [dict(zip(keys, row)) for row in zip(*cols)]
 
     def to_frame(self, demangle: bool = False):
         """A pandas DataFrame, one row per symbol (pandas imported only here)."""
         import pandas as pd
 
-        frame = pd.DataFrame({c: self._cols[c] for c in COLUMNS})
+        frame = pd.DataFrame({c: self.column(c) for c in COLUMNS})
         if demangle:
             frame["demangled"] = self.demangle()
         return frame
@@ -148,25 +192,40 @@ def symbols(path: "str | os.PathLike[str]", defined: bool | None = None, demangl
 
 
 def symbol_list(image: ElfImage, defined: bool | None = None) -> SymbolList:
-    table = image.dynamic_symbols
-    letters = symbol_letters(image, table)
-    sec_names = [s.name for s in image.sections]
-    keep = [i for i, t in enumerate(table.types) if t not in _DEBUG_TYPES]
+    table = image.raw_dynamic_symbols
+    labels = image.version_labels(set(table.versym)) if table.versym else {}
+    return SymbolList(str(image.path), image.bits, table, _selected_rows(table, defined),
+                      [s.name for s in image.sections], section_letters(image), labels)
+
+
+def _selected_rows(raw: RawSymbols, defined: bool | None) -> list[int] | None:
+    """Indexes of the rows to list, or None for all of them."""
+    from itertools import compress
+
+    n = len(raw.names)
+    rows = range(n)
     if defined is not None:
-        und = SHN_UNDEF
-        keep = [i for i in keep if (table.shndx[i] != und) is defined]
-    # itemgetter picks all kept rows of a column in one C call (per-row comprehensions: ~30 ms).
-    pick = (lambda col: list(operator.itemgetter(*keep)(col)) if len(keep) > 1 else [col[i] for i in keep])
-    shndx = pick(table.shndx)
-    cols = {
-        "name": pick(table.names), "version": pick(table.versions), "version_hidden": pick(table.hidden),
-        "version_file": pick(table.version_files), "letter": pick(letters), "value": pick(table.values),
-        "size": pick(table.sizes), "type": pick(table.types), "bind": pick(table.binds),
-        "visibility": pick(table.visibilities),
-        "section": list(map({n: _section_label(n, sec_names) for n in set(shndx)}.__getitem__, shndx)),
-        "defined": list(map(bool, shndx)),  # SHN_UNDEF is 0
-    }
-    return SymbolList(str(image.path), image.bits, cols)
+        rows = compress(rows, map(bool, raw.shndx) if defined else map(SHN_UNDEF.__eq__, raw.shndx))
+    infos = set(raw.infos)
+    listed = {i for i in infos if i & 0xF not in (STT_SECTION, STT_FILE)}
+    if listed != infos:  # section and file symbols are left out, as nm does without -a
+        rows = [i for i in rows if raw.infos[i] in listed]
+    keep = list(rows)
+    return None if len(keep) == n else keep
+
+
+def _pick_rows(raw: RawSymbols, keep: list[int]) -> RawSymbols:
+    if len(keep) > 1:
+        pick = itemgetter(*keep)  # every kept row of a column in one C call
+        take = (lambda col: list(pick(col)) if col else [])
+    else:
+        take = (lambda col: [col[i] for i in keep] if col else [])
+    return RawSymbols(take(raw.names), bytes(take(raw.infos)), bytes(take(raw.others)), take(raw.shndx),
+                      take(raw.values), take(raw.sizes), take(raw.versym))
+
+
+def _lookup(keys: list, table: dict) -> list:
+    return list(map(table.__getitem__, keys))
 
 
 def _section_label(ndx: int, names: list[str]) -> str:
@@ -197,15 +256,6 @@ def section_letters(image: ElfImage) -> list[str]:
         else:
             out.append("?")
     return out
-
-
-def symbol_letters(image: ElfImage, table: SymbolTable) -> list[str]:
-    """nm's letter per symbol. The letter depends only on (type, binding, section), of which a file
-    has a few dozen distinct combinations: decide each once, then map every symbol in C."""
-    by_section = section_letters(image)
-    keys = list(zip(table.types, table.binds, table.shndx))
-    decided = {key: _letter(*key, by_section) for key in set(keys)}
-    return list(map(decided.__getitem__, keys))
 
 
 def _letter(typ: str, bind: str, ndx: int, by_section: list[str]) -> str:
