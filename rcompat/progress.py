@@ -134,6 +134,7 @@ def _columns(stream: IO[str]) -> int:
     import os
 
     try:
-        return os.get_terminal_size(stream.fileno()).columns
+        columns = os.get_terminal_size(stream.fileno()).columns
     except (AttributeError, OSError, ValueError):
-        return 100
+        columns = 0
+    return columns or 100  # a terminal that does not know its width (a serial console, a bare pty) says 0

@@ -25,6 +25,51 @@ def run_cli(*args: str, timeout: float = 300, env: dict | None = None,
                           timeout=timeout, env=full_env, cwd=str(REPO), input=input)
 
 
+def run_cli_on_tty(*args: str, timeout: float = 300, env: dict | None = None) -> tuple[int, bytes, str]:
+    """Run the CLI with stderr on a real pseudo-terminal and stdout on a pipe, as in a terminal with
+    `> file`: (exit code, stdout bytes, everything written to the terminal)."""
+    import fcntl
+    import os
+    import pty
+    import struct
+    import termios
+    import threading
+
+    full_env = dict(os.environ)
+    full_env.pop("NO_COLOR", None)
+    full_env.update(env or {})
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 200, 0, 0))  # rows, columns
+    seen: list[bytes] = []
+
+    def drain() -> None:
+        while True:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:  # EIO: every holder of the terminal's other end has closed it
+                return
+            if not chunk:
+                return
+            seen.append(chunk)
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    try:
+        proc = subprocess.Popen([sys.executable, "-m", "rcompat", *args], stdout=subprocess.PIPE,
+                                stderr=slave, stdin=subprocess.DEVNULL, env=full_env, cwd=str(REPO))
+        os.close(slave)
+        out, _ = proc.communicate(timeout=timeout)
+        reader.join(timeout=10)
+    finally:
+        os.close(master)
+    return proc.returncode, out, b"".join(seen).decode("utf-8", "replace")
+
+
+@pytest.fixture
+def tty_cli():
+    return run_cli_on_tty
+
+
 @pytest.fixture(scope="session", autouse=True)
 def private_cache_dir(tmp_path_factory):
     """rcompat's caches (symbol indexes, torch facts) go to a directory of this test session, never

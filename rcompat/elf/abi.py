@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Iterable, Sequence
+from typing import TYPE_CHECKING, Iterable, Sequence
 
 from rcompat.elf.abi_impact import assess_dependent
 from rcompat.elf.abi_types import (EXIT_ABI_CHANGE, EXIT_INCOMPATIBLE, EXIT_NO_CHANGE, EXIT_OWN_ERROR,
@@ -22,6 +22,9 @@ from rcompat.elf.abi_types import (EXIT_ABI_CHANGE, EXIT_INCOMPATIBLE, EXIT_NO_C
 from rcompat.elf.errors import ElfError
 from rcompat.elf.reader import SHN_ABS, VER_FLG_BASE, ElfImage
 from rcompat.elf.symindex import EXPORTED_BINDS, EXPORTED_VISIBILITIES
+
+if TYPE_CHECKING:
+    from rcompat.progress import Progress
 
 __all__ = ["abi_diff", "exported_symbols", "AbiDiff", "AbiSymbol", "SymbolChange", "DependentImpact",
            "ImportProblem", "Exports", "FUNCTION_TYPES", "VARIABLE_TYPES", "EXIT_NO_CHANGE", "EXIT_OWN_ERROR",
@@ -104,24 +107,33 @@ def _version_names(image: ElfImage) -> set[str]:
 
 def abi_diff(old: "str | os.PathLike[str]", new: "str | os.PathLike[str]",
              filter: "str | Sequence[str] | None" = None,  # noqa: A002 - the CLI option's name
-             used_by: Iterable["str | os.PathLike[str]"] = ()) -> AbiDiff:
-    """Compare the exported ABI of two builds of a library. Raises ElfError on unreadable input."""
+             used_by: Iterable["str | os.PathLike[str]"] = (), progress: "Progress | None" = None) -> AbiDiff:
+    """Compare the exported ABI of two builds of a library. Raises ElfError on unreadable input.
+    `progress` (rcompat.progress) is told each phase: reading old, reading new, diffing, --used-by."""
+    from rcompat.progress import disabled
+
+    progress = progress or disabled()
     patterns = _compile_filters(filter)
     used_by = [str(p) for p in used_by]
     with ElfImage(old) as a, ElfImage(new) as b:
-        old_syms, new_syms = exported_symbols(a), exported_symbols(b)
-        removed, added, changed = _symbol_changes(old_syms, new_syms)
-        old_versions, new_versions = _version_names(a), _version_names(b)
-        all_new_versions = {v.name for v in b.version_definitions.values()}
-        diff = AbiDiff(
-            old_path=str(old), new_path=str(new), old_soname=a.soname, new_soname=b.soname,
-            removed=_annotate(removed, patterns), added=_annotate(added, patterns),
-            changed=_annotate(changed, patterns),
-            versions_removed=sorted(old_versions - new_versions), versions_added=sorted(new_versions - old_versions),
-            needed_removed=[n for n in a.needed if n not in b.needed],
-            needed_added=[n for n in b.needed if n not in a.needed],
-            filters=tuple(p.pattern for p in patterns), exported_counts=(len(old_syms), len(new_syms)))
-    for path in used_by:
+        with progress.step(f"reading old {os.path.basename(str(old))}"):
+            old_syms = exported_symbols(a)
+        with progress.step(f"reading new {os.path.basename(str(new))}"):
+            new_syms = exported_symbols(b)
+        with progress.step("diffing"):
+            removed, added, changed = _symbol_changes(old_syms, new_syms)
+            old_versions, new_versions = _version_names(a), _version_names(b)
+            all_new_versions = {v.name for v in b.version_definitions.values()}
+            diff = AbiDiff(
+                old_path=str(old), new_path=str(new), old_soname=a.soname, new_soname=b.soname,
+                removed=_annotate(removed, patterns), added=_annotate(added, patterns),
+                changed=_annotate(changed, patterns),
+                versions_removed=sorted(old_versions - new_versions), versions_added=sorted(new_versions - old_versions),
+                needed_removed=[n for n in a.needed if n not in b.needed],
+                needed_added=[n for n in b.needed if n not in a.needed],
+                filters=tuple(p.pattern for p in patterns), exported_counts=(len(old_syms), len(new_syms)))
+    for k, path in enumerate(used_by, 1):
+        progress.note(f"--used-by {k}/{len(used_by)}: {os.path.basename(path)}")
         try:
             with ElfImage(path) as dep:
                 diff.dependents.append(assess_dependent(dep, diff, old_syms, new_syms, all_new_versions))

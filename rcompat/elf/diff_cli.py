@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import argparse
 
+from rcompat.cli.common import add_quiet_option
+
 ABI_EPILOG = """\
 exit status (a bitmask, as abidiff(1) documents it):
   0   no ABI change
@@ -37,6 +39,7 @@ def register(sub) -> None:
                    help="output format (default: text)")
     p.add_argument("--demangle", action="store_true", help="text format: print C++ names demangled")
     p.add_argument("--output", "-o", metavar="FILE", help="write to FILE (atomically) instead of stdout")
+    add_quiet_option(p)
     p.set_defaults(func=_abi_diff)
 
     p = sub.add_parser("patch-diff", help="byte-level diff of a patched library against the original",
@@ -71,11 +74,14 @@ def _count(text: str) -> int:
 def _abi_diff(args: argparse.Namespace) -> int:
     from rcompat.cli.common import write_output
     from rcompat.elf.abi import abi_diff
-
     from rcompat.elf.abi_render import render_abi
+    from rcompat.progress import progress_for
 
-    diff = abi_diff(args.old, args.new, filter=args.filter, used_by=args.used_by)
-    write_output(render_abi(diff, args.format, demangle=args.demangle), args.output)
+    with progress_for(args, label="rcompat abi-diff") as progress:
+        diff = abi_diff(args.old, args.new, filter=args.filter, used_by=args.used_by, progress=progress)
+        with progress.step("rendering"):
+            text = render_abi(diff, args.format, demangle=args.demangle)
+    write_output(text, args.output)
     return diff.exit_code
 
 

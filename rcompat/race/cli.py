@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from rcompat.cli.common import add_report_options, emit_report
+from rcompat.cli.common import add_quiet_option, add_report_options, emit_report
 
 
 def register(sub) -> None:
@@ -30,6 +30,7 @@ def register(sub) -> None:
     p.add_argument("--no-r-stack-check", dest="r_stack_check", action="store_false",
                    help="switch off R's C stack check (rpy2's default) to let thread races reach memory")
     add_report_options(p)
+    add_quiet_option(p)
     p.set_defaults(func=run_race)
 
     m = sub.add_parser(
@@ -49,14 +50,14 @@ def register(sub) -> None:
 
 
 def run_race(args: argparse.Namespace) -> int:
+    from rcompat.progress import progress_for
     from rcompat.race.runner import run
     from rcompat.race.table import render_markdown, render_text
 
-    if sys.stderr.isatty():
-        sys.stderr.write("rcompat: running race trials…\n")
-    result = run(device=args.device, iterations=args.iterations, workers=args.workers, mode=args.mode,
-                 timeout=args.timeout, trace=args.trace, trials=args.trials, seed=args.seed,
-                 r_stack_check=args.r_stack_check)
+    with progress_for(args, label="rcompat race") as progress:
+        result = run(device=args.device, iterations=args.iterations, workers=args.workers, mode=args.mode,
+                     timeout=args.timeout, trace=args.trace, trials=args.trials, seed=args.seed,
+                     r_stack_check=args.r_stack_check, progress=progress)
     report = result.to_report()
     if args.trace:
         report.facts["race"]["trace"] = args.trace

@@ -11,13 +11,16 @@ from __future__ import annotations
 import json
 import os
 import uuid
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from rcompat.atomic import check_writable_target
 from rcompat.errors import UsageError
 from rcompat.isolate import run_python_child
 from rcompat.race.classify import SETUP, classify
 from rcompat.race.result import MODES, RaceResult
+
+if TYPE_CHECKING:
+    from rcompat.progress import Progress
 
 DEVICES = ("auto", "cuda", "cpu")
 LIMITS = {"iterations": (1, 10_000), "workers": (1, 64), "trials": (1, 100)}
@@ -30,12 +33,16 @@ HOOKS = ("crash_after_events", "crash_lib", "hang_after_events")
 def run(device: str = "auto", iterations: int = 20, workers: int = 4, mode: str = "both",
         timeout: float = 30.0, trace: str | None = None, *, trials: int = 3, seed: int | None = None,
         r_stack_check: bool = True, jitter_s: float = 0.0005,
-        hooks: Mapping[str, Any] | None = None) -> RaceResult:
+        hooks: Mapping[str, Any] | None = None, progress: "Progress | None" = None) -> RaceResult:
     """Run `trials` trials per mode ("unsafe", "serialized" or "both") and return what they showed.
 
     `timeout` bounds each trial (seconds); `trace` writes a Chrome trace JSON file (atomically).
     `hooks` is for tests: make the worker crash (SIGSEGV) or hang after N timeline events.
+    `progress` (rcompat.progress) shows which trial is running: "serialized trial 2/3".
     """
+    from rcompat.progress import disabled
+
+    progress = progress or disabled()
     modes = _modes(mode)
     if device not in DEVICES:
         raise UsageError(f"unknown device '{device}'; choose from: {', '.join(DEVICES)}")
@@ -61,6 +68,7 @@ def run(device: str = "auto", iterations: int = 20, workers: int = 4, mode: str 
             trial_config = {"mode": m, "seed": seed + index, "device": device, "iterations": iterations,
                             "workers": workers, "r_stack_check": bool(r_stack_check), "jitter_s": float(jitter_s),
                             "run_id": run_id, **dict(hooks or {})}
+            progress.note(f"{m} trial {index + 1}/{trials}")
             child = run_python_child(WORKER_MODULE, [json.dumps(trial_config)], timeout=float(timeout))
             trial = classify(child, mode=m, index=index, seed=seed + index, config=trial_config)
             result.trials.append(trial)

@@ -1,0 +1,106 @@
+"""The doctor runs its areas concurrently: same findings in the same order as one after the other,
+facts computed once whichever thread asks first, and no deadlock on a circular probe."""
+from __future__ import annotations
+
+import importlib
+import sys
+import threading
+import time
+import types
+
+import pytest
+
+from rcompat.model import Finding
+
+doctor = importlib.import_module("rcompat.doctor")  # the module, not the rcompat.doctor() function
+
+
+def _fake_area(monkeypatch, name: str, delay: float, log: list):
+    def check(ctx):
+        log.append((name, "start", time.monotonic()))
+        time.sleep(delay)
+        shared = ctx.memo("shared", lambda: (time.sleep(0.2), threading.get_ident())[1])
+        log.append((name, "end", time.monotonic()))
+        yield Finding(id=f"{name.upper()}-1", area=name, status="ok", title=f"{name} first",
+                      evidence={"shared_by": shared})
+        yield Finding(id=f"{name.upper()}-2", area=name, status="ok", title=f"{name} second")
+
+    module = types.ModuleType(f"rcompat_fake_{name}")
+    module.CHECKS = [check]
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    monkeypatch.setitem(doctor.AREA_MODULES, name, module.__name__)
+
+
+def test_concurrent_areas_overlap_and_keep_the_report_order(monkeypatch):
+    log: list = []
+    # the first area is the slowest: finishing order is the reverse of the report order
+    for name, delay in (("slow", 0.6), ("mid", 0.3), ("quick", 0.0)):
+        _fake_area(monkeypatch, name, delay, log)
+    sequential = doctor.run_doctor(["slow", "mid", "quick"], jobs=1)
+    log.clear()
+    concurrent = doctor.run_doctor(["slow", "mid", "quick"], jobs=3)
+    assert [f.id for f in concurrent.findings] == [f.id for f in sequential.findings] == [
+        "SLOW-1", "SLOW-2", "MID-1", "MID-2", "QUICK-1", "QUICK-2"]
+    ends = [name for name, what, _ in sorted(log, key=lambda e: e[2]) if what == "end"]
+    assert ends[-1] == "slow", "the areas did not run at once"
+    starts = {name: t for name, what, t in log if what == "start"}
+    slow_end = next(t for name, what, t in log if name == "slow" and what == "end")
+    assert starts["quick"] < slow_end
+    # one thread computed the shared fact; every area got its answer
+    assert len({f.evidence["shared_by"] for f in concurrent.findings if "shared_by" in f.evidence}) == 1
+    assert list(concurrent.facts["timings_s"]) == ["slow", "mid", "quick"]
+
+
+def test_real_doctor_sequential_and_concurrent_give_the_same_findings_in_the_same_order():
+    options = {"r_verify": False}
+    sequential = doctor.run_doctor(None, jobs=1, options=options)
+    concurrent = doctor.run_doctor(None, options=options)
+    ids = [f.id for f in sequential.findings]
+    assert [f.id for f in concurrent.findings] == ids
+    assert [f.status for f in concurrent.findings] == [f.status for f in sequential.findings]
+    assert ids[0] == "R-VERSION" and ids[-1] == "RACE-SERIALIZED"
+    assert list(concurrent.facts)[:5] == list(sequential.facts)[:5]
+
+
+def test_memo_runs_the_producer_once_for_every_thread():
+    ctx = doctor.Context()
+    calls = []
+
+    def produce():
+        calls.append(threading.get_ident())
+        time.sleep(0.2)
+        return object()
+
+    results = []
+    threads = [threading.Thread(target=lambda: results.append(ctx.memo("k", produce))) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(calls) == 1 and len(results) == 8 and len({id(r) for r in results}) == 1
+
+
+def test_memo_gives_every_caller_the_same_exception():
+    ctx = doctor.Context()
+    calls = []
+
+    def broken():
+        calls.append(1)
+        raise ValueError("probe failed")
+
+    for _ in range(3):
+        with pytest.raises(ValueError, match="probe failed"):
+            ctx.memo("bad", broken)
+    assert calls == [1]
+
+
+def test_circular_memo_is_an_error_not_a_deadlock():
+    ctx = doctor.Context()
+    with pytest.raises(RuntimeError, match="circular"):
+        ctx.memo("a", lambda: ctx.memo("a", lambda: 1))
+
+
+def test_doctor_cli_refuses_a_bad_jobs_value(cli):
+    out = cli("doctor", "--only", "python", "--jobs", "0")
+    assert out.returncode == 2
+    assert "--jobs" in out.stderr and "1 to 64" in out.stderr and "Traceback" not in out.stderr
