@@ -15,9 +15,9 @@ SOURCE_ABI = "rcompat upgrade: exported-ABI diff (rcompat.elf.abi, counted like 
 SHOWN = 8  # names listed in a message; the evidence holds them all
 
 
-def _listed(items: list[str]) -> str:
-    more = f" and {len(items) - SHOWN} more" if len(items) > SHOWN else ""
-    return "; ".join(items[:SHOWN]) + more
+def _listed(items: list[str], shown: int = SHOWN) -> str:
+    more = f" and {len(items) - shown} more" if len(items) > shown else ""
+    return "; ".join(items[:shown]) + more
 
 
 def carried_findings(carried, rebindings: list) -> list[Finding]:
@@ -126,7 +126,7 @@ def coload_finding(old_problems, new_problems) -> Finding | None:
     return Finding("UPGRADE-COLOAD", AREA, status,
                    f"R torch and Python torch in one process in NEW: {len(texts)} problem(s)"
                    + ("" if introduced else " (pre-existing)"),
-                   message=_listed(introduced or texts),
+                   message=_listed(introduced or texts, 3),
                    remedy="Use one LibTorch for both (R torch built against the same LibTorch as Python torch), "
                           "or keep them in separate processes",
                    evidence={**evidence, "problems": texts, "introduced": introduced}, source=SOURCE_COLOAD,

@@ -26,15 +26,19 @@ def upgrade(old: str, new: str, *, driver: str | None = None, carry: "list[str] 
     prog = progress if progress is not None else disabled()
     report = Report(command="upgrade")
     with contextlib.ExitStack() as stack:
-        sides = []
+        sides, inputs = [], {}
         for name, spec in (("OLD", old), ("NEW", new)):
             with prog.step(f"opening {name}"):
                 target = os.path.join(extract, name.lower()) if extract and _is_image(spec) else None
                 src = stack.enter_context(open_source(spec, extract=target, progress=prog))
             with prog.step(f"indexing {name}"):
                 sides.append(_side(name, src))
-        report.facts["inputs"] = {s.name: {"label": s.label, "objects": len(s.inventory)} for s in sides}
+            inputs[name] = {"label": src.label, "kind": src.kind, "objects": len(sides[-1].inventory),
+                            "notes": list(src.notes), "layers": list(src.layers)}
+        report.facts["inputs"] = inputs
         report.add(scan_sides(*sides, driver=driver, carry=carry, progress=prog))
+        for finding in report.findings[:1]:  # UPGRADE-ROOTS: what each input was, and what was left out
+            finding.evidence["inputs"] = {k: {"kind": v["kind"], "notes": v["notes"]} for k, v in inputs.items()}
     return report
 
 
