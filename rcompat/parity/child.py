@@ -64,6 +64,7 @@ def main(argv: list[str] | None = None) -> int:
         runner.run(cid, f"{i}/{total}", lambda x, fn=case.fn: fn(torch, x), precision)
     for i, (name, fn) in enumerate(user_cases.items(), len(planned) + 1):
         runner.run(name, f"{i}/{total}", fn, None)
+    _write_progress(work, "all cases done; the child exits")
     emit({"done": True})
     return 0
 
@@ -135,9 +136,8 @@ class _Runner:
         for part, value in parts.items():
             name = cid if part is None else f"{cid}.{part}"
             array, stored_precision = self._to_numpy(value)
-            np = self.np
             tmp = self.work / "out" / f".{name}.tmp.npy"
-            np.save(tmp, array, allow_pickle=False)
+            self.np.save(tmp, array, allow_pickle=False)
             os.replace(tmp, self.work / "out" / f"{name}.npy")
             outputs[name] = precision or stored_precision
         return outputs

@@ -45,12 +45,6 @@ class ParityRecord:
         return {name: precision for case in self.manifest.get("cases", {}).values()
                 for name, precision in case.get("outputs", {}).items()}
 
-    def case_of(self, output: str) -> str | None:
-        for case_id, case in self.manifest.get("cases", {}).items():
-            if output in case.get("outputs", {}):
-                return case_id
-        return None
-
 
 def write_record(path: "str | Path", record: ParityRecord) -> Path:
     """Write `record` atomically (temp file + rename): inputs, outputs and the manifest."""

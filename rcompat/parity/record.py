@@ -97,30 +97,27 @@ def _run_side(options: RecordOptions, inputs: dict, work: Path, progress) -> Chi
 
 
 def _with_progress(run, work: Path, progress) -> ChildResult:
-    """Run the child; meanwhile show the case it is on (it names it in WORKDIR/progress)."""
+    """Run the child here (so an interrupt still kills and reaps it); meanwhile a thread shows the case
+    it is on, which the child names in WORKDIR/progress (its stdout is read only at the end)."""
     if progress is None or not progress.enabled:
         return run()
     progress.note("starting the child (import torch)")
-    done: dict[str, Any] = {}
-    thread = threading.Thread(target=lambda: done.update(result=_capture(run)), daemon=True)
+    stop = threading.Event()
+
+    def show_case() -> None:
+        while not stop.wait(POLL_S):
+            try:
+                progress.note((work / "progress").read_text())
+            except OSError:
+                pass
+
+    thread = threading.Thread(target=show_case, name="rcompat-parity-progress", daemon=True)
     thread.start()
-    while thread.is_alive():
-        thread.join(POLL_S)
-        try:
-            progress.note((work / "progress").read_text())
-        except OSError:
-            pass
-    outcome = done["result"]
-    if isinstance(outcome, BaseException):
-        raise outcome
-    return outcome
-
-
-def _capture(run):
     try:
         return run()
-    except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
-        return exc
+    finally:
+        stop.set()
+        thread.join()
 
 
 def _case_table(result: ChildResult, options: RecordOptions) -> dict[str, dict[str, Any]]:
