@@ -43,8 +43,9 @@ METADATA_PATTERNS = (
 _METADATA = re.compile("|".join(translate(p) for p in METADATA_PATTERNS))
 # A path can match a pattern only if it ends with the pattern's literal tail (or, tail-less, starts with
 # its literal head): two C-level string tests spare the regex for almost every file of an image.
-_TAILS = tuple(re.split(r"[*?[]", p)[-1] for p in METADATA_PATTERNS if re.split(r"[*?[]", p)[-1])
-_HEADS = tuple(re.split(r"[*?[]", p)[0] for p in METADATA_PATTERNS if not re.split(r"[*?[]", p)[-1])
+_LITERAL_ENDS = [(parts[0], parts[-1]) for parts in (re.split(r"[*?[]", p) for p in METADATA_PATTERNS)]
+_TAILS = tuple(tail for _head, tail in _LITERAL_ENDS if tail)
+_HEADS = tuple(head for head, tail in _LITERAL_ENDS if not tail)
 _ELF_HEAD = 20  # e_ident (16) + e_type (2)
 _ELF_MIN_SIZE = 52  # the smallest ELF header: anything shorter is no object
 _ELF_OBJECT_TYPES = (2, 3)  # ET_EXEC, ET_DYN: not .o files or core dumps
