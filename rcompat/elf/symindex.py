@@ -31,6 +31,8 @@ EXPORTED_BINDS = frozenset({"GLOBAL", "WEAK", "GNU_UNIQUE"})
 EXPORTED_VISIBILITIES = frozenset({"DEFAULT", "PROTECTED"})
 LOOKUP_TYPES = {"NOTYPE", "OBJECT", "FUNC", "COMMON", "TLS", "GNU_IFUNC"}
 INDEX_FORMAT = 1  # bump when the stored columns change
+# Smaller tables decode faster than a cache file is read, and would only fill the cache directory.
+MIN_CACHED_SYMBOLS = 2000
 
 
 @dataclass(frozen=True)
@@ -152,7 +154,7 @@ def _cached(identity: tuple[str, int, int, int, int]) -> SymbolIndex:
         if stored is not None:
             return stored
     columns, refs = _decode(identity[0])
-    if use_disk:
+    if use_disk and len(columns[0]) + len(refs) >= MIN_CACHED_SYMBOLS:
         cache.write_entry(entry, INDEX_FORMAT, marshal.dumps((list(identity), columns, refs)))
     return _index(identity[0], columns, refs)
 

@@ -11,8 +11,17 @@ from rcompat import cache
 from rcompat.elf import symindex
 
 
+def test_small_tables_are_not_cached(demo, tmp_path):
+    path = tmp_path / "libdemo.so.1"
+    shutil.copy(demo["v1"], path)
+    symindex._cached.cache_clear()
+    assert symindex.symbol_index(path).lookup("demo_stable") is not None
+    assert not _entry(path).exists()  # a few symbols: decoding is cheaper than a cache file
+
+
 @pytest.fixture
-def lib(demo, tmp_path):
+def lib(demo, tmp_path, monkeypatch):
+    monkeypatch.setattr(symindex, "MIN_CACHED_SYMBOLS", 0)  # the fixture library is small
     path = tmp_path / "libdemo.so.1"
     shutil.copy(demo["v1"], path)
     symindex._cached.cache_clear()
@@ -101,3 +110,14 @@ def test_unwritable_cache_dir_still_answers(lib, tmp_path, monkeypatch):
     blocker.write_text("x")
     monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))
     assert symindex.symbol_index(lib).lookup("demo_stable") is not None
+
+
+def test_libtorch_cpu_index_round_trips_through_the_cache(torch_lib, decodes):
+    torch_lib = torch_lib / "libtorch_cpu.so"
+    symindex._cached.cache_clear()
+    built = symindex.symbol_index(torch_lib)
+    assert len(built.definitions) > 50_000 and _entry(torch_lib).is_file()
+    again = _fresh(torch_lib)
+    assert len(decodes) == 1
+    _same(built, again)
+    symindex._cached.cache_clear()
