@@ -28,11 +28,12 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'rcompat' has no attribute {name!r}")
 
 
-def doctor(areas=None, *, timeout: float | None = None) -> Report:
-    """Run every available probe (or only `areas`) and return one Report."""
+def doctor(areas=None, *, timeout: float | None = None, use_cache: bool = True) -> Report:
+    """Run every available probe (or only `areas`) and return one Report; `use_cache=False` neither
+    reads nor writes the caches in $XDG_CACHE_HOME/rcompat."""
     from rcompat.doctor import run_doctor
 
-    return run_doctor(areas=areas, timeout=timeout)
+    return run_doctor(areas=areas, timeout=timeout, use_cache=use_cache)
 
 
 def render(report: Report, fmt: str = "text", **options) -> str:
