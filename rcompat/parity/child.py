@@ -164,14 +164,16 @@ def environment_facts(torch, device: str) -> dict[str, Any]:
         cudnn = None
     import numpy
 
+    # TF32 needs compute capability 8.0 (Ampere) or newer; elsewhere the switches change nothing.
+    tf32_capable = cuda_available and torch.cuda.get_device_capability(0)[0] >= 8
+    allow = {"matmul": bool(torch.backends.cuda.matmul.allow_tf32), "cudnn": bool(torch.backends.cudnn.allow_tf32)}
     return {"side": "python", "interpreter": sys.executable, "python_version": platform.python_version(),
             "numpy_version": numpy.__version__, "torch_version": str(torch.__version__),
             "torch_cuda": torch.version.cuda, "cudnn_version": cudnn, "threads": torch.get_num_threads(),
             "blas": blas_summary(torch), "device": device, "cuda_available": cuda_available,
             "device_name": torch.cuda.get_device_name(0) if cuda_available else
             (cpu_name() if device == "cpu" else None),
-            "tf32": {"matmul": bool(torch.backends.cuda.matmul.allow_tf32),
-                     "cudnn": bool(torch.backends.cudnn.allow_tf32)}}
+            "tf32": allow, "tf32_in_effect": {k: v and tf32_capable for k, v in allow.items()}}
 
 
 def blas_summary(torch) -> str:

@@ -64,6 +64,7 @@ def record(options: RecordOptions, progress=None) -> ParityRecord:
                 "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
                 "seed": seed, "inputs_from": options.inputs_from, "side": options.side,
                 "device": options.device, **facts, "cases": cases,
+                "precisions": sorted({p for case in cases.values() for p in case["outputs"].values()}),
                 "child": {"end": "completed" if result.ok else result.describe_end(),
                           "duration_s": round(result.duration_s, 2),
                           **({} if result.ok else {"last_step": result.last_step, "output_tail": result.tail()})}}

@@ -15,7 +15,8 @@ TABLE = "parity_tolerances.toml"
 # Manifest fields that change numerics, most likely cause first, with the words a message uses.
 ENVIRONMENT_FIELDS = (
     ("device", "device"), ("side", "side (R torch vs PyTorch)"), ("torch_version", "torch version"),
-    ("torch_cuda", "torch's CUDA build"), ("cudnn_version", "cuDNN version"), ("tf32", "TF32 setting"),
+    ("torch_cuda", "torch's CUDA build"), ("cudnn_version", "cuDNN version"),
+    ("tf32_in_effect", "TF32 in effect for float32"), ("tf32", "TF32 setting"),
     ("blas", "BLAS"), ("threads", "thread count"), ("device_name", "device model"),
     ("numpy_version", "numpy version"), ("r_version", "R version"), ("python_version", "Python version"),
     ("interpreter", "interpreter"),

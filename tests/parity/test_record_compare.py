@@ -13,6 +13,7 @@ def test_record_writes_inputs_outputs_and_manifest(ph, records):
     assert m["format"] == "rcompat-parity" and m["side"] == "python" and m["seed"] == 0
     assert m["threads"] == 1 and m["device"] == "cpu" and m["torch_version"].startswith("2.")
     assert m["interpreter"] and "blas" in m and m["tf32"] == {"matmul": False, "cudnn": True}
+    assert m["tf32_in_effect"] == {"matmul": False, "cudnn": False} and m["precisions"] == ["float32", "float64"]
     assert m["cases"]["matmul_f32"] == {"status": "ok", "outputs": {"matmul_f32": "float32"}}
     assert m["cases"]["matmul_f16"]["status"] == "skip" and "cuda" in m["cases"]["matmul_f16"]["message"]
     with np.load(records["threads1"], allow_pickle=False) as npz:
