@@ -55,3 +55,15 @@ def test_doctor_does_not_run_parity():
     from rcompat.doctor import AREA_MODULES
 
     assert not any("parity" in name or "parity" in module for name, module in AREA_MODULES.items())
+
+
+def test_the_child_needs_only_torch_numpy_and_light_rcompat_modules():
+    """`--python` may name a venv holding torch and numpy only: the child must not import more."""
+    import subprocess
+    import sys
+
+    code = ("import sys, rcompat.parity.child, rcompat.parity.suite\n"
+            "print(sorted({m.split('.')[0] for m in sys.modules} & {'elftools', 'pandas', 'rpy2', 'pynvml', "
+            "'numpy', 'torch'}))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and out.stdout.strip() == "[]", out.stdout + out.stderr
