@@ -11,7 +11,6 @@ Member names come from untrusted tarballs. Two rules keep every write inside the
 from __future__ import annotations
 
 import os
-import shutil
 import stat
 from collections import OrderedDict
 from typing import Callable, Collection
@@ -124,7 +123,7 @@ class RootWriter:
         if kind is None:
             return False
         if kind == "dir":
-            shutil.rmtree(name, dir_fd=parent)  # descriptor-based: never follows a symlink inside
+            _remove_tree(parent, name)
             self._forget_dirs(under=parts)
         else:
             os.unlink(name, dir_fd=parent)
@@ -186,6 +185,22 @@ class RootWriter:
     def _forget_dirs(self, under: "tuple[str, ...]" = ()) -> None:
         for key in [k for k in self._dirs if k[:len(under)] == under]:
             os.close(self._dirs.pop(key))
+
+
+def _remove_tree(parent: int, name: str) -> None:
+    """rmtree by descriptors, never following a symlink inside (shutil.rmtree takes dir_fd only
+    from Python 3.11)."""
+    fd = os.open(name, _DIR_FLAGS, dir_fd=parent)
+    try:
+        with os.scandir(fd) as entries:
+            for entry in list(entries):
+                if entry.is_dir(follow_symlinks=False):
+                    _remove_tree(fd, entry.name)
+                else:
+                    os.unlink(entry.name, dir_fd=fd)
+    finally:
+        os.close(fd)
+    os.rmdir(name, dir_fd=parent)
 
 
 def _kind(dir_fd: int, name: str) -> "str | None":
