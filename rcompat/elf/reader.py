@@ -88,15 +88,18 @@ class SymbolTable:
 
 class RawSymbols:
     """.dynsym column by column as stored, symbol 1 first: st_info and st_other as bytes (one byte per
-    symbol), the .gnu.version entry of each symbol (empty without that section), the names decoded."""
+    symbol), the .gnu.version entry of each symbol (empty without that section), the names decoded, and
+    `kinds`: st_info | st_other << 8 | st_shndx << 16 per symbol, one int that keys everything decided
+    per kind of symbol (letter, type, binding, visibility, section) in a dict lookup."""
 
-    __slots__ = ("names", "infos", "others", "shndx", "values", "sizes", "versym")
+    __slots__ = ("names", "infos", "others", "shndx", "values", "sizes", "versym", "kinds")
 
     def __init__(self, names: list[str] | None = None, infos: bytes = b"", others: bytes = b"",
                  shndx: list[int] | None = None, values: list[int] | None = None, sizes: list[int] | None = None,
-                 versym: list[int] | None = None) -> None:
+                 versym: list[int] | None = None, kinds: list[int] | None = None) -> None:
         self.names, self.infos, self.others = names or [], infos, others
         self.shndx, self.values, self.sizes, self.versym = shndx or [], values or [], sizes or [], versym or []
+        self.kinds = kinds or []
 
     def __len__(self) -> int:
         return len(self.names)
@@ -335,15 +338,15 @@ class ElfImage:
             return RawSymbols()
         # Column-wise decoding over strided memoryviews: every column comes out of C in one call, where
         # struct.iter_unpack + zip takes ~40 ms and a per-symbol loop ~75 ms on libtorch_cpu.so.
-        st_names, infos, others, ndxs, values, sizes = _symbol_columns(raw[ent: count * ent], self.bits,
-                                                                       self.endian)
+        st_names, infos, others, ndxs, values, sizes, kinds = _symbol_columns(raw[ent: count * ent], self.bits,
+                                                                              self.endian)
         strlen = len(strtab)
         if max(st_names) >= max(strlen, 1):  # offset 0 (no name) is fine even in an empty table
             bad = next(i for i, o in enumerate(st_names) if o >= strlen and o)
             raise ElfError(self.path, f"symbol {bad + 1} name offset {st_names[bad]} outside the string table "
                                       f"({strlen} bytes)", sec.offset + (bad + 1) * ent)
         return RawSymbols(_names_at(strtab, st_names), infos, others, list(ndxs), list(values), list(sizes),
-                          self._versym(count)[1:])
+                          self._versym(count)[1:], kinds)
 
     @cached_property
     def dynamic_symbols(self) -> SymbolTable:
@@ -426,22 +429,26 @@ def _names_at(strtab: bytes, offsets: list[int]) -> list[str]:
 
 
 def _symbol_columns(raw: bytes, bits: int, endian: str) -> tuple:
-    """(st_name, st_info, st_other, st_shndx, st_value, st_size) columns of a packed Elf_Sym array."""
+    """(st_name, st_info, st_other, st_shndx, st_value, st_size, kind) columns of a packed Elf_Sym
+    array; kind = st_info | st_other << 8 | st_shndx << 16, the bytes that decide a symbol's letter,
+    type, binding, visibility and section, as one int (in the native layout, one strided read)."""
     if (endian == "<") == (sys.byteorder == "little"):
         mv = memoryview(raw)
         if bits == 64:  # name:u32 info:u8 other:u8 shndx:u16 value:u64 size:u64 (24 bytes)
-            quads = mv.cast("Q")
-            return (mv.cast("I")[0::6].tolist(), raw[4::24], raw[5::24], mv.cast("H")[3::12].tolist(),
-                    quads[1::3].tolist(), quads[2::3].tolist())
+            quads, words = mv.cast("Q"), mv.cast("I")
+            return (words[0::6].tolist(), raw[4::24], raw[5::24], mv.cast("H")[3::12].tolist(),
+                    quads[1::3].tolist(), quads[2::3].tolist(), words[1::6].tolist())
         words = mv.cast("I")  # name:u32 value:u32 size:u32 info:u8 other:u8 shndx:u16 (16 bytes)
         return (words[0::4].tolist(), raw[12::16], raw[13::16], mv.cast("H")[7::8].tolist(),
-                words[1::4].tolist(), words[2::4].tolist())
+                words[1::4].tolist(), words[2::4].tolist(), words[3::4].tolist())
     fmt = endian + ("IBBHQQ" if bits == 64 else "IIIBBH")
     cols = list(zip(*struct.iter_unpack(fmt, raw))) or [()] * 6
     if bits == 64:
-        return tuple(cols)
-    st_names, values, sizes, infos, others, ndxs = cols
-    return st_names, infos, others, ndxs, values, sizes
+        st_names, infos, others, ndxs, values, sizes = cols
+    else:
+        st_names, values, sizes, infos, others, ndxs = cols
+    kinds = [i | o << 8 | n << 16 for i, o, n in zip(infos, others, ndxs)]
+    return st_names, infos, others, ndxs, values, sizes, kinds
 
 
 TYPE_OF_INFO = [STT.get(i & 0xF, str(i & 0xF)) for i in range(256)]
