@@ -1,0 +1,103 @@
+"""`rcompat elf symbols` output: nm text byte for byte, the streamed JSON against the library rows, and
+the lean start-up of the command (what it imports)."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from rcompat.elf import symbols
+from rcompat.elf.symbol_text import json_interiors
+
+FIXTURES = ["versioned", "needs_version", "versioned_old", "needs_b", "user", "interpose_b"]
+
+
+def nm_stdout(*args: str) -> str:
+    return subprocess.run(["nm", *args], capture_output=True, text=True, check=True).stdout
+
+
+@pytest.mark.parametrize("name", FIXTURES)
+@pytest.mark.parametrize("which", [[], ["--defined"], ["--undefined"]])
+def test_cli_text_is_nm_output_byte_for_byte(cli, libs, name, which):
+    path = str(libs[name])
+    proc = cli("elf", "symbols", *which, path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == nm_stdout("-D", *[w + "-only" for w in which], path)
+
+
+def test_cli_text_on_libtorch_cpu_is_nm_output_byte_for_byte(cli, torch_lib):
+    path = str(torch_lib / "libtorch_cpu.so")
+    assert cli("elf", "symbols", "--defined", path).stdout == nm_stdout("-D", "--defined-only", path)
+
+
+def test_demangled_text_is_nm_C_output_byte_for_byte(cli, torch_lib):
+    path = str(torch_lib / "libc10.so")
+    assert cli("elf", "symbols", "-C", "--undefined", path).stdout == nm_stdout("-D", "-C", "--undefined-only", path)
+    assert cli("elf", "symbols", "-C", path).stdout == nm_stdout("-D", "-C", path)
+
+
+@pytest.mark.parametrize("name", FIXTURES)
+@pytest.mark.parametrize("defined", [None, True, False])
+def test_json_lines_are_the_library_records_compactly(libs, name, defined):
+    syms = symbols(libs[name], defined=defined, demangle=True)
+    for demangle in (False, True):
+        text = "".join(syms.json_chunks(demangle=demangle))
+        records = syms.to_records(demangle=demangle)
+        assert json.loads(text) == records
+        lines = text.splitlines()
+        assert lines[0] == "[" and lines[-1] == "]"
+        expected = [json.dumps(r, separators=(",", ":")) for r in records]
+        assert [line.rstrip(",") for line in lines[1:-1]] == expected  # one object per line
+
+
+def test_cli_json_parses_to_the_same_rows_as_the_library(cli, libs):
+    path = libs["needs_version"]
+    proc = cli("elf", "symbols", "-f", "json", "-C", str(path))
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == symbols(path, demangle=True).to_records(demangle=True)
+
+
+def test_cli_json_on_libtorch_cpu_has_every_defined_symbol(cli, torch_lib):
+    path = str(torch_lib / "libtorch_cpu.so")
+    proc = cli("elf", "symbols", "--defined", "--format", "json", path)
+    rows = json.loads(proc.stdout)
+    reference = [line for line in nm_stdout("-D", "--defined-only", path).splitlines() if line]
+    assert len(rows) == len(reference) > 70000
+    assert sorted(f"{r['value']:016x} {r['letter']} {r['decorated']}" for r in rows) == sorted(reference)
+    assert proc.stdout.count("\n") == len(rows) + 2  # "[", one line per symbol, "]"
+
+
+def test_json_escapes_only_names_that_need_it():
+    names = ["plain_name", 'quo"te', "back\\slash", "tab\there", "caf\u00e9", "del\x7f"]
+    assert json_interiors(names) == [json.dumps(n)[1:-1] for n in names]
+    plain = ["a", "_ZN2at6native3addEv", "x@y"]
+    assert json_interiors(plain) is plain
+
+
+def test_empty_selection_gives_empty_outputs(lib32):
+    syms = symbols(lib32, defined=False)
+    assert len(syms) == 0
+    assert syms.nm_text() == "" and "".join(syms.json_chunks()) == "[]\n" and json.loads("[]\n") == []
+
+
+def test_elf_symbols_command_imports_no_heavy_or_unrelated_module(libs):
+    """The path to `rcompat elf symbols` must stay lean: no numpy/pandas/torch/rpy2, nor the modules of
+    other commands, the report model, or pyelftools (the headers are read with struct)."""
+    code = ("import runpy, sys\n"
+            "sys.argv = ['rcompat', 'elf', 'symbols', '--defined', '-f', 'json', sys.argv[1]]\n"
+            "try:\n"
+            "    runpy.run_module('rcompat', run_name='__main__')\n"
+            "except SystemExit as exc:\n"
+            "    assert exc.code == 0, exc.code\n"
+            "sys.stdout.flush()\n"
+            "sys.stderr.write(' '.join(sorted(sys.modules)))\n")
+    proc = subprocess.run([sys.executable, "-c", code, str(libs["versioned"])], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)  # the command really ran
+    loaded = set(proc.stderr.split())
+    assert "rcompat.elf.symbol_text" in loaded
+    unwanted = {"numpy", "pandas", "torch", "rpy2", "elftools", "rcompat.model", "rcompat.doctor", "rcompat.r",
+                "rcompat.cuda", "rcompat.race", "rcompat.tools", "dataclasses"}
+    assert loaded & unwanted == set()
