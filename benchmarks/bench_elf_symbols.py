@@ -1,69 +1,72 @@
-"""Symbol-table speed against `nm -D --defined-only` on the torch wheel's libtorch_cpu.so.
+"""`rcompat elf symbols --defined` against `nm -D --defined-only` on the torch wheel's libtorch_cpu.so.
 
-Three timings, best of --repeat runs each:
-- nm: `nm -D --defined-only LIB` as a subprocess (its output is the reference symbol set);
-- library: a fresh interpreter imports rcompat.elf and reads the defined symbols (the table), then
-  formats sorted nm lines (timed inside the child: interpreter start-up not counted, imports are);
-- cli: `rcompat elf symbols --defined LIB` end to end, interpreter start-up included.
-Asserts the same symbol set as nm, prints the ratios; the goal is table/nm <= 2 (exit 1 otherwise).
+Whole processes on both sides, interpreter start-up included, best of --repeat runs each, the three
+commands taking turns so that a busy machine slows them alike:
+- nm: `nm -D --defined-only LIB`;
+- text: `rcompat elf symbols --defined LIB` (goal: <= 2x nm);
+- json: `rcompat elf symbols --defined --format json LIB` (goal: <= 3x nm).
+rcompat runs as installed, from byte-compiled modules (PYTHONDONTWRITEBYTECODE is dropped for its
+runs; the first, untimed run writes them). Asserts that the text equals nm's output and that the JSON
+parses to as many rows with the same symbols. Reports through _common.record; exit 1 if a goal is missed.
 
-    .venv/bin/python benchmarks/bench_elf_symbols.py [LIB] [--repeat 5]
+    .venv/bin/python benchmarks/bench_elf_symbols.py [LIB] [--repeat 7]
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
-from _common import best_of, torch_library  # benchmarks/ is sys.path[0] when a benchmark runs
+from _common import record, torch_library  # benchmarks/ is sys.path[0] when a benchmark runs
 
 REPO = Path(__file__).resolve().parent.parent
-CHILD = """
-import json, sys, time
-t = time.perf_counter()
-from rcompat.elf import symbols
-table = symbols(sys.argv[1], defined=True)
-read = time.perf_counter() - t
-lines = table.nm_lines()
-elapsed = time.perf_counter() - t
-print(json.dumps({"seconds": elapsed, "read": read, "count": len(lines)}))
-"""
+
+
+def rcompat_command() -> list[str]:
+    """The `rcompat` a user runs: the venv's console script, else `python -m rcompat`."""
+    script = Path(sys.executable).with_name("rcompat")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "rcompat"]
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description="rcompat elf symbols vs nm -D --defined-only")
+    ap = argparse.ArgumentParser(description="rcompat elf symbols (text, JSON) vs nm -D --defined-only")
     ap.add_argument("lib", nargs="?")
-    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--repeat", type=int, default=7)
     args = ap.parse_args()
     lib = args.lib or torch_library("libtorch_cpu.so")
+    if shutil.which("nm") is None:
+        raise SystemExit("nm (binutils) is not installed")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    commands = {"nm": ["nm", "-D", "--defined-only", lib],
+                "text": [*rcompat_command(), "elf", "symbols", "--defined", lib],
+                "json": [*rcompat_command(), "elf", "symbols", "--defined", "--format", "json", lib]}
 
-    nm_out = subprocess.run(["nm", "-D", "--defined-only", lib], capture_output=True, text=True, check=True).stdout
-    reference = {line for line in nm_out.splitlines() if line}
-    sys.path.insert(0, str(REPO))
-    from rcompat.elf import symbols
+    outputs = {k: subprocess.run(argv, capture_output=True, text=True, check=True, env=env, cwd=str(REPO)).stdout
+               for k, argv in commands.items()}
+    reference = [line for line in outputs["nm"].splitlines() if line]
+    assert outputs["text"] == outputs["nm"], "rcompat's text differs from nm's"
+    rows = json.loads(outputs["json"])
+    assert len(rows) == len(reference), f"JSON has {len(rows)} rows, nm {len(reference)} lines"
+    assert {r["decorated"] for r in rows} == {line.split(" ", 2)[2] for line in reference}, "JSON symbols differ"
 
-    ours = set(symbols(lib, defined=True).nm_lines())
-    assert ours == reference, f"symbol sets differ: {len(ours ^ reference)} lines"
-
-    nm_s = best_of(args.repeat, lambda: subprocess.run(["nm", "-D", "--defined-only", lib], capture_output=True, check=True))
-    lib_times, read_times = [], []
+    best = dict.fromkeys(commands, float("inf"))
     for _ in range(args.repeat):
-        out = json.loads(subprocess.run([sys.executable, "-c", CHILD, lib], capture_output=True, text=True,
-                                        check=True).stdout)
-        lib_times.append(out["seconds"])
-        read_times.append(out["read"])
-    lib_s, read_s = min(lib_times), min(read_times)
-    cli_s = best_of(args.repeat, lambda: subprocess.run([sys.executable, "-m", "rcompat", "elf", "symbols", "--defined", lib],
-                                        capture_output=True, check=True, cwd=str(REPO)))
-    print(f"{os.path.basename(lib)}: {len(reference)} defined dynamic symbols, same set as nm")
-    print(f"nm -D --defined-only      {nm_s * 1000:7.1f} ms")
-    print(f"rcompat.elf.symbols()     {read_s * 1000:7.1f} ms   ratio {read_s / nm_s:.2f}x (goal <= 2x; the table, imports included)")
-    print(f"  + nm_lines() (sorted)   {lib_s * 1000:7.1f} ms   ratio {lib_s / nm_s:.2f}x (same text as nm)")
-    print(f"rcompat elf symbols (CLI) {cli_s * 1000:7.1f} ms   ratio {cli_s / nm_s:.2f}x (with interpreter start-up)")
-    return 0 if read_s / nm_s <= 2 else 1
+        for key, argv in commands.items():
+            t = time.perf_counter()
+            subprocess.run(argv, stdout=subprocess.DEVNULL, check=True, env=env, cwd=str(REPO))
+            best[key] = min(best[key], time.perf_counter() - t)
+    name = os.path.basename(lib)
+    print(f"{name}: {len(reference)} defined dynamic symbols; text equal to nm's, JSON the same symbols")
+    ok = record("bench_elf_symbols", f"elf symbols --defined, {name} ({len(reference)} symbols), nm text",
+                best["text"], "nm -D --defined-only", best["nm"], goal=2, note="same text as nm")
+    ok &= record("bench_elf_symbols", f"elf symbols --defined --format json, {name}", best["json"],
+                 "nm -D --defined-only", best["nm"], goal=3, note="JSON parses, same symbols")
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":
