@@ -4,10 +4,12 @@ line and nothing written outside the target."""
 from __future__ import annotations
 
 import gzip
+import hashlib
 import importlib.util
 import io
 import json
 import os
+import platform
 import random
 import subprocess
 import tarfile
@@ -343,3 +345,41 @@ def test_cli_reports_a_bad_image_in_one_line_with_exit_2(case, cli, tmp_path, im
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("rcompat: error: ") and HOSTILE[case] in lines[0], proc.stderr
     assert proc.stdout == "" and list(scratch.iterdir()) == [] and list((tmp_path / "outside").iterdir()) == []
+
+
+def test_multi_platform_index_reads_this_machines_manifest(tmp_path, images, objs):
+    arch = {"x86_64": "amd64", "aarch64": "arm64"}.get(platform.machine(), platform.machine())
+    layer = images.write_layer(tmp_path / "l.tar.gz", [images.file("usr/lib/libleaf.so", objs["leaf"])], compress=True)
+    layout = images.oci_layout(tmp_path / "oci", [layer], ENV, "multi")
+    index = json.loads((layout / "index.json").read_text())
+    real = dict(index["manifests"][0], platform={"os": "linux", "architecture": arch})
+    other = {"mediaType": real["mediaType"], "digest": "sha256:" + "0" * 64, "size": 2,  # absent: never read
+             "platform": {"os": "linux", "architecture": "not-" + arch}}
+    nested = json.dumps({"schemaVersion": 2, "mediaType": "application/vnd.oci.image.index.v1+json",
+                         "manifests": [other, real]}).encode()
+    digest = hashlib.sha256(nested).hexdigest()
+    (layout / "blobs/sha256" / digest).write_bytes(nested)
+    index["manifests"] = [{"mediaType": "application/vnd.oci.image.index.v1+json", "digest": f"sha256:{digest}",
+                           "size": len(nested), "annotations": {"org.opencontainers.image.ref.name": "multi"}}]
+    (layout / "index.json").write_text(json.dumps(index))
+    with open_source(str(layout)) as src:
+        assert tree(src.root) == {"usr", "usr/lib", "usr/lib/libleaf.so"} and src.env == ENV
+        assert f"multi-platform image: read the linux/{arch} manifest" in src.notes
+
+
+def test_a_layer_shared_through_a_symlink_in_the_tarball(tmp_path, images, objs):
+    """docker's legacy save stores a layer two images share once and links the other name to it."""
+    layer = images.write_layer(tmp_path / "l.tar", [images.file("usr/lib/libleaf.so", objs["leaf"])])
+    config = json.dumps({"config": {"Env": ["A=1"]}}).encode()
+    manifest = json.dumps([{"Config": "c.json", "RepoTags": ["s:1"], "Layers": ["b/layer.tar"]}]).encode()
+    with tarfile.open(tmp_path / "shared.tar", "w") as tar:
+        tar.add(str(layer), arcname="a/layer.tar")
+        link = tarfile.TarInfo("b/layer.tar")
+        link.type, link.linkname = tarfile.SYMTYPE, "../a/layer.tar"
+        tar.addfile(link)
+        for name, data in (("c.json", config), ("manifest.json", manifest)):
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    with open_source(str(tmp_path / "shared.tar")) as src:
+        assert tree(src.root) == {"usr", "usr/lib", "usr/lib/libleaf.so"} and src.env == {"A": "1"}
