@@ -69,7 +69,7 @@ def test_within_a_larger_file_offsets_are_relative(tmp_path):
         os.close(fd)
 
 
-def test_global_pax_headers_are_left_to_tarfile(tmp_path, gcc):
+def test_global_pax_headers_are_left_to_tarfile(tmp_path):
     path = _archive(tmp_path / "layer.tar", tarfile.PAX_FORMAT, pax_headers={"comment": "global"})
     fd = os.open(path, os.O_RDONLY)
     try:
