@@ -20,6 +20,7 @@ from typing import Any, Callable, Iterable
 
 from rcompat import cache
 from rcompat.errors import UsageError
+from rcompat.isolate import allow_children, children_stopped_on_interrupt
 from rcompat.model import Finding, Report, Status
 from rcompat.progress import Progress, disabled
 
@@ -141,9 +142,19 @@ def run_doctor(areas: Iterable[str] | None = None, timeout: float | None = None,
             for area in chosen:
                 run_one(area)
         else:
-            with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="rcompat-area") as pool:
-                for future in [pool.submit(run_one, area) for area in order]:
-                    future.result()
+            try:
+                with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="rcompat-area") as pool:
+                    futures = [pool.submit(run_one, area) for area in order]
+                    try:
+                        with children_stopped_on_interrupt():  # Ctrl-C: the area threads' children too
+                            for future in futures:
+                                future.result()
+                    except BaseException:
+                        for future in futures:
+                            future.cancel()  # areas not started yet never start
+                        raise
+            finally:
+                allow_children()
     report = Report(command="doctor")
     for area in chosen:
         report.add(results[area])

@@ -12,10 +12,12 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 from rcompat.model import Finding, Status
 
@@ -99,6 +101,10 @@ def run_child(argv: Sequence[str], *, timeout: float, env: Mapping[str, str] | N
                                 start_new_session=True)
     except OSError as exc:
         return ChildResult(list(argv), 127, False, 0.0, "", f"cannot start {argv[0]}: {exc}")
+    with _live_lock:
+        _live.add(proc)
+        if _stopping.is_set():  # interrupted while this one started: it must not outlive the others
+            _kill_group(proc)
     timed_out = False
     try:
         out, err = proc.communicate(stdin, timeout=timeout)
@@ -110,8 +116,36 @@ def run_child(argv: Sequence[str], *, timeout: float, env: Mapping[str, str] | N
         if proc.poll() is None:  # interrupted (KeyboardInterrupt): never leave a child behind
             _kill_group(proc)
             proc.wait()
+        with _live_lock:
+            _live.discard(proc)
     return ChildResult(list(argv), proc.returncode, timed_out, time.monotonic() - start,
                        out or "", err or "", parse_json_lines(out or ""))
+
+
+_live: set[subprocess.Popen] = set()
+_live_lock = threading.Lock()
+_stopping = threading.Event()
+
+
+@contextmanager
+def children_stopped_on_interrupt() -> Iterator[None]:
+    """For callers that wait on threads running children (the doctor): only the main thread sees a
+    KeyboardInterrupt, and a child in its own session does not get the terminal's SIGINT, so on any
+    exception leaving the block every running child's group is killed, and children started while the
+    threads wind down are killed at once."""
+    try:
+        yield
+    except BaseException:
+        _stopping.set()
+        with _live_lock:
+            for proc in list(_live):
+                _kill_group(proc)
+        raise
+
+
+def allow_children() -> None:
+    """Children may run again (after children_stopped_on_interrupt() stopped them and its threads ended)."""
+    _stopping.clear()
 
 
 def _kill_group(proc: subprocess.Popen) -> None:

@@ -104,3 +104,42 @@ def test_doctor_cli_refuses_a_bad_jobs_value(cli):
     out = cli("doctor", "--only", "python", "--jobs", "0")
     assert out.returncode == 2
     assert "--jobs" in out.stderr and "1 to 64" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_interrupt_kills_the_children_of_every_area_thread(monkeypatch, tmp_path):
+    import os
+    import signal
+
+    from rcompat.isolate import run_child
+
+    pid_file = tmp_path / "pid"
+
+    def starts_a_long_child(ctx):
+        run_child(["sh", "-c", f"echo $$ > {pid_file}; exec sleep 30"], timeout=60)
+        yield Finding(id="LONG-1", area="long", status="ok", title="never reached in time")
+
+    module = types.ModuleType("rcompat_fake_long")
+    module.CHECKS = [starts_a_long_child]
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    monkeypatch.setitem(doctor.AREA_MODULES, "long", module.__name__)
+    _fake_area(monkeypatch, "quick", 0.0, [])
+
+    def interrupt_when_the_child_runs():
+        deadline = time.monotonic() + 20
+        while not pid_file.exists() or not pid_file.read_text().strip():
+            if time.monotonic() > deadline:
+                return
+            time.sleep(0.05)
+        os.kill(os.getpid(), signal.SIGINT)  # what Ctrl-C does; the main thread waits on the areas
+
+    threading.Thread(target=interrupt_when_the_child_runs, daemon=True).start()
+    start = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        doctor.run_doctor(["long", "quick"], jobs=2)
+    assert time.monotonic() - start < 15, "the doctor waited for the child instead of killing it"
+    pid = int(pid_file.read_text())
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+    # the next run may start children again
+    assert doctor.run_doctor(["quick"], jobs=2).findings
+    assert run_child(["true"], timeout=10).ok
