@@ -1,6 +1,7 @@
 """abi-diff vs `abidiff --no-show-locs` on libtorch_cpu.so from the torch 2.13.0 and 2.14.1 wheels.
 
-Prints both times, the ratio (goal: ≤ 0.10) and whether the removed/added symbol sets are equal.
+Prints both times and whether the removed/added symbol sets are equal; reports the ratio (goal: ≤ 0.10)
+through _common.record.
 Run: .venv/bin/python benchmarks/bench_abi_diff.py [OLD NEW]  (default: extract from the wheels)
 """
 from __future__ import annotations
@@ -13,6 +14,8 @@ import tempfile
 import time
 import zipfile
 from pathlib import Path
+
+from _common import record  # benchmarks/ is sys.path[0] when a benchmark runs
 
 WHEEL_OLD = Path("/opt/wheels/torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl")
 WHEEL_NEW = Path("/opt/pypi-more/files/torch-2.14.1-cp311-cp311-manylinux_2_28_x86_64.whl")
@@ -64,8 +67,12 @@ def main(argv: list[str]) -> int:
         counts = {k: len(v) for k, v in mine.items()}
         print(f"rcompat abi_diff: {ours:.3f} s  {counts}  exit {diff.exit_code}")
         print(f"abidiff --no-show-locs: {theirs:.3f} s  {({k: len(v) for k, v in ref.items()})}  exit {done.returncode}")
-        print(f"ratio: {ours / theirs:.3f} (goal <= 0.10)  same sets: {mine == ref}")
-        return 0 if mine == ref and ours / theirs <= 0.10 else 1
+        print(f"same removed/added function and variable sets as abidiff: {mine == ref}")
+        versions = " -> ".join(w.name.split("-")[1] for w in (WHEEL_OLD, WHEEL_NEW))
+        what = f"abi-diff {old.name} {versions}" if len(argv) != 2 else f"abi-diff {old} {new}"
+        ok = record("bench_abi_diff", f"{what}, in process", ours, "abidiff --no-show-locs", theirs, goal=0.10,
+                    note="same removed/added sets" if mine == ref else "SETS DIFFER")
+        return 0 if mine == ref and ok else 1
 
 
 if __name__ == "__main__":

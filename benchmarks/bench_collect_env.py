@@ -16,6 +16,8 @@ import subprocess
 import sys
 import time
 
+from _common import record  # benchmarks/ is sys.path[0] when a benchmark runs
+
 
 def timed(argv: list[str]) -> tuple[float, str]:
     t = time.perf_counter()
@@ -41,6 +43,9 @@ def main() -> int:
     print(f"python -m torch.utils.collect_env   {collect_s:6.2f} s")
     print(f"rcompat cuda probe --no-r           {rcompat_s:6.2f} s   ratio {rcompat_s / collect_s:.2f}x")
     print(f"same torch version and CUDA build: {same} (torch {version}, CUDA {cuda})")
+    record("bench_collect_env", "cuda probe --no-r (torch build, CUDA, driver)", rcompat_s,
+           "python -m torch.utils.collect_env", collect_s,
+           note="same torch version and CUDA build" if same else "TORCH FACTS DIFFER")
     return 0 if same else 1
 
 

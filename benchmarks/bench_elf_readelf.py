@@ -18,7 +18,7 @@ import subprocess
 import sys
 import time
 
-from _common import torch_library  # benchmarks/ is sys.path[0] when a benchmark runs
+from _common import record, torch_library  # benchmarks/ is sys.path[0] when a benchmark runs
 
 CHILD = """
 import json, sys, time
@@ -62,6 +62,9 @@ def main() -> int:
     print(f"rcompat deps + versions (library) {ours * 1000:7.1f} ms   ratio {ours / readelf_s:.2f}x "
           f"(also resolves every DT_NEEDED and checks every version node)")
     print(f"NEEDED lists equal to readelf's: {not mismatched}" + (f" (differ: {mismatched})" if mismatched else ""))
+    record("bench_elf_readelf", f"deps + versions of {os.path.basename(lib)}'s closure ({len(closure)} files), "
+           "library", ours, "readelf -d -V on each file", readelf_s,
+           note="NEEDED lists equal readelf's" if not mismatched else "NEEDED LISTS DIFFER")
     return 1 if mismatched else 0
 
 
