@@ -17,11 +17,13 @@ if NEW has it there too, which is what happens when the user copies the one file
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 
 from rcompat.errors import UsageError
 from rcompat.upgrade.inventory import ElfFile
 from rcompat.upgrade.side import Side
+from rcompat.upgrade.stack import driver_libraries
 
 
 @dataclass
@@ -38,7 +40,8 @@ class Carried:
 
 
 def closure_paths(side: Side, res) -> list[str]:
-    return [side.show(n.path) for n in res.nodes]
+    """In-root paths of the files the object loads (symlinks resolved, as the inventory names them)."""
+    return [side.show(os.path.realpath(n.path)) for n in res.nodes]
 
 
 def select(old: Side, new: Side, identical: dict[str, tuple[ElfFile, ElfFile]], carry: "list[str] | tuple" = (),
@@ -47,6 +50,15 @@ def select(old: Side, new: Side, identical: dict[str, tuple[ElfFile, ElfFile]], 
 
     out = Carried(identical)
     total = len(identical)
+    driver = driver_libraries()  # the driver brings them at run time: never missing from a root
+    wanted = []
+    for inside in carry:
+        inside = "/" + inside.strip("/")
+        obj = old.inventory.objects.get(inside)
+        if obj is None:
+            raise UsageError(f"--carry {inside}: no ELF object at that path in OLD ({old.label}); give the "
+                             "path inside OLD's root, e.g. /usr/lib/R/site-library/torch/lib/liblantern.so")
+        wanted.append(inside)
     for k, inside in enumerate(sorted(identical), 1):
         if progress is not None and k % 50 == 1:
             progress.note(f"comparing closures {k}/{total}")
@@ -56,26 +68,20 @@ def select(old: Side, new: Side, identical: dict[str, tuple[ElfFile, ElfFile]], 
             continue  # not a loadable object (a core file, a truncated .so): nothing to rebind
         same_paths = closure_paths(old, before) == closure_paths(new, after)
         same_bytes = all(p in identical for p in closure_paths(new, after)[1:])
-        missing_before = sorted(m.name for m in before.missing)
-        missing_after = sorted(m.name for m in after.missing)
+        missing_before = sorted(m.name for m in before.missing if m.name not in driver)
+        missing_after = sorted(m.name for m in after.missing if m.name not in driver)
         if same_paths and same_bytes and missing_before == missing_after:
             out.unchanged.append(inside)
             if missing_after:
                 out.unchanged_missing[inside] = missing_after
         else:
             out.rebound.append(inside)
-    for inside in carry:
-        inside = "/" + inside.strip("/")
-        obj = old.inventory.objects.get(inside)
-        if obj is None:
-            raise UsageError(f"--carry {inside}: no ELF object at that path in OLD ({old.label}); give the "
-                             "path inside OLD's root, e.g. /usr/lib/R/site-library/torch/lib/liblantern.so")
-        if inside in identical:
-            if inside not in out.rebound:
-                out.rebound.append(inside)
-                if inside in out.unchanged:
-                    out.unchanged.remove(inside)
-                    out.unchanged_missing.pop(inside, None)
-        else:
-            out.mapped[inside] = obj
+    for inside in wanted:
+        if inside not in identical:
+            out.mapped[inside] = old.inventory.objects[inside]
+        elif inside not in out.rebound:  # the user asked: rebind it even though its closure is unchanged
+            out.rebound.append(inside)
+            if inside in out.unchanged:
+                out.unchanged.remove(inside)
+            out.unchanged_missing.pop(inside, None)
     return out

@@ -40,13 +40,17 @@ def carried_findings(carried, rebindings: list) -> list[Finding]:
                     "pip install --no-binary / torch::install_torch()), or keep OLD's versions of the libraries "
                     "it names"),
             evidence=rb.to_dict(), source=SOURCE_REBIND, confidence="high"))
-    for rb in rebindings:
-        if rb.pre_existing:
-            out.append(_pre_existing(rb.inside, [m.name for m in rb.pre_missing],
-                                     [u.label() for u in rb.pre_unbound], [u.version for u in rb.pre_unmet],
-                                     rb.to_dict()["pre_existing"]))
-    for inside, names in sorted(carried.unchanged_missing.items()):
-        out.append(_pre_existing(inside, names, [], [], {"missing_libraries": names}))
+    pre = {rb.inside: _pre_existing(rb.inside, [m.name for m in rb.pre_missing], [u.label() for u in rb.pre_unbound],
+                                    [u.version for u in rb.pre_unmet]) for rb in rebindings if rb.pre_existing}
+    pre.update({inside: _pre_existing(inside, names, [], []) for inside, names in carried.unchanged_missing.items()})
+    if pre:
+        lines = [f"{inside}: {text}" for inside, text in sorted(pre.items())]
+        out.append(Finding(
+            "UPGRADE-CARRIED-PREEXISTING", AREA, Status.WARN,
+            f"{len(pre)} carried object{'s' if len(pre) > 1 else ''} broken in OLD too: pre-existing, not caused "
+            "by the upgrade", message=_listed(lines, 5) + " — the same in OLD, so they load in neither root",
+            remedy="Fix them independently of the upgrade (install the missing library or remove the object)",
+            evidence={"objects": dict(sorted(pre.items()))}, source=SOURCE_REBIND, confidence="high"))
     ok_count = len(rebindings) - len(broken)
     summary = (f"{len(carried.identical)} identical objects in both roots; {len(carried.rebound)} with a changed "
                f"dependency closure rebound against NEW" + (f", {len(carried.mapped)} mapped by --carry" if carried.mapped else ""))
@@ -68,14 +72,11 @@ def _first_loader_error(rb) -> str:
     return f"{rb.inside}: undefined symbol: {u.name}" + (f", version {u.version}" if u.version else "")
 
 
-def _pre_existing(inside: str, libs: list[str], symbols: list[str], versions: list[str], evidence: dict) -> Finding:
+def _pre_existing(inside: str, libs: list[str], symbols: list[str], versions: list[str]) -> str:
     parts = ([f"cannot find {', '.join(libs)}"] if libs else []) + \
-            ([f"{len(symbols)} undefined symbol(s): {_listed(symbols)}"] if symbols else []) + \
+            ([f"{len(symbols)} undefined symbol(s): {_listed(symbols, 3)}"] if symbols else []) + \
             ([f"version nodes missing: {', '.join(versions)}"] if versions else [])
-    return Finding("UPGRADE-CARRIED-PREEXISTING", AREA, Status.WARN, f"{inside}: pre-existing, not caused by the upgrade",
-                   message="; ".join(parts) + " — the same in OLD, so it does not load in either root",
-                   remedy="Fix it independently of the upgrade (install the missing library or remove the object)",
-                   evidence=evidence, source=SOURCE_REBIND, confidence="high")
+    return "; ".join(parts)
 
 
 def needed_findings(result) -> list[Finding]:
