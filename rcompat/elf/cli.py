@@ -14,6 +14,6 @@ def register(sub) -> None:
 
     elf_sub = add_command_group(
         sub, "elf", metavar="ELF_COMMAND", help="inspect shared libraries statically (never loads them)",
-        description="Inspect ELF shared objects with pyelftools, without loading or running them (unlike "
+        description="Inspect ELF shared objects statically, without loading or running them (unlike "
                     "ldd): symbols, dependencies, undefined symbols, ABI and patch diffs, co-loading prediction.")
     register_commands(elf_sub, ELF_COMMAND_MODULES)
