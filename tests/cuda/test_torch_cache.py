@@ -58,3 +58,28 @@ def test_no_cache_bypasses_it(cache_home, nv):
     with cache.bypassed():
         torch_cache.cached_probe_torch(nv, timeout=120)
     assert not cache_home.exists()
+
+
+def test_one_torch_child_answers_every_torch_question_of_a_doctor_run(cache_home, monkeypatch):
+    from rcompat.cuda import torch_probe
+    from rcompat.doctor import run_doctor
+
+    started = []
+    real = torch_probe.run_python_child
+
+    def counting(module, *args, **kwargs):
+        started.append(module)
+        return real(module, *args, **kwargs)
+
+    monkeypatch.setattr(torch_probe, "run_python_child", counting)
+    options = {"r_verify": False}
+    first = run_doctor(["python", "cuda"], options=options)
+    assert started == [torch_probe.CHILD_MODULE]  # CUDA-TORCH, the matrix and CUDA-DEVICE share it
+    ids = [f.id for f in first.findings]
+    assert {"PY-TORCH", "CUDA-TORCH", "CUDA-MATRIX", "CUDA-DEVICE"} <= set(ids)
+    second = run_doctor(["python", "cuda"], options=options)
+    assert started == [torch_probe.CHILD_MODULE]  # the next run reads the cache
+    assert second.facts["cuda"]["torch"]["from_cache"] is True
+    assert [f.id for f in second.findings] == ids
+    run_doctor(["cuda"], options=options, use_cache=False)
+    assert len(started) == 2
