@@ -218,3 +218,31 @@ def test_image_tarball_with_a_whiteout_layer_against_a_directory(tmp_path, roots
     assert "demo/old:1" in rootsf["evidence"]["old"]
     [pre] = [f for f in data["findings"] if f["id"] == "UPGRADE-CARRIED-PREEXISTING"]
     assert list(pre["evidence"]["objects"]) == ["/opt/app/lib/libneeds_vendor.so"]
+
+
+def test_without_a_driver_the_driver_check_skips_with_what_to_do(roots):
+    from rcompat.cuda.nvml import probe_nvml
+    from rcompat.upgrade.stack import probe_stack
+    from rcompat.upgrade.stack_checks import driver_finding
+    from rcompat.elf.root import Root
+
+    if probe_nvml().status == "ok":
+        pytest.skip("this machine has an NVIDIA driver: test_driver_of_this_machine covers it")
+    finding = driver_finding(probe_stack(Root(str(roots["new"]))), None)
+    assert finding.status is Status.SKIP and "--driver VERSION" in finding.message
+
+
+@pytest.mark.gpu
+def test_driver_of_this_machine(roots):
+    from rcompat.cuda.nvml import probe_nvml
+    from rcompat.upgrade.stack import probe_stack
+    from rcompat.upgrade.stack_checks import driver_finding
+    from rcompat.elf.root import Root
+
+    facts = probe_nvml()
+    if facts.status != "ok":
+        pytest.skip(f"no NVIDIA driver on this machine: {facts.reason}")
+    finding = driver_finding(probe_stack(Root(str(roots["new"]))), None)
+    assert finding.evidence["given_by"] == "NVML (this machine)"
+    assert finding.evidence["driver"] == facts.driver_version
+    assert finding.status in (Status.OK, Status.WARN, Status.FAIL)
