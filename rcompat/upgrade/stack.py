@@ -266,13 +266,16 @@ def _r(find: _Finder, stack: Stack) -> None:
 
 
 def _lantern(find: _Finder, package_dir: str, stack: Stack) -> None:
+    """R torch's lib/ and deps/ holding liblantern, and the LibTorch files next to it."""
+    libraries = []
     for sub in ("lib", "deps"):
         directory = f"{package_dir}/{sub}"
         try:
-            names = os.listdir(find.host(directory))
+            names = sorted(os.listdir(find.host(directory)))
         except OSError:
             continue
         if any(n.startswith("liblantern") for n in names):
             stack.lantern_dirs.append(directory)
+            libraries += [f"{directory}/{n}" for n in names if n.startswith(("liblantern", "libtorch", "libc10"))]
     if stack.lantern_dirs:
-        stack.add(Component("R torch Lantern", "installed", list(stack.lantern_dirs)))
+        stack.add(Component("R torch Lantern", "installed", list(stack.lantern_dirs), {"libraries": libraries}))
