@@ -17,7 +17,6 @@ if NEW has it there too, which is what happens when the user copies the one file
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 
 from rcompat.errors import UsageError
@@ -41,7 +40,7 @@ class Carried:
 
 def closure_paths(side: Side, res) -> list[str]:
     """In-root paths of the files the object loads (symlinks resolved, as the inventory names them)."""
-    return [side.show(os.path.realpath(n.path)) for n in res.nodes]
+    return [side.real(n.path) for n in res.nodes]
 
 
 def select(old: Side, new: Side, identical: dict[str, tuple[ElfFile, ElfFile]], carry: "list[str] | tuple" = (),

@@ -32,7 +32,8 @@ def upgrade(old: str, new: str, *, driver: str | None = None, carry: "list[str] 
                 target = os.path.join(extract, name.lower()) if extract and _is_image(spec) else None
                 src = stack.enter_context(open_source(spec, extract=target, progress=prog))
             with prog.step(f"indexing {name}"):
-                sides.append(_side(name, src))
+                same = next((s for s in sides if s.root.path == os.path.realpath(src.root)), None)
+                sides.append(_side(name, src, same.inventory if same else None))
             inputs[name] = {"label": src.label, "kind": src.kind, "objects": len(sides[-1].inventory),
                             "notes": list(src.notes), "layers": list(src.layers)}
         report.facts["inputs"] = inputs
@@ -50,7 +51,8 @@ def _is_image(spec: str) -> bool:
     return os.path.normpath(path) != "/" and (not os.path.isdir(path) or is_image_dir(path))
 
 
-def _side(name: str, src) -> Side:
+def _side(name: str, src, known=None) -> Side:
+    """`known`: the inventory of the other side when both are the same root (`/` against `/`)."""
     from rcompat.elf.root import Root
     from rcompat.upgrade.inventory import inventory
     from rcompat.upgrade.stack import probe_stack
@@ -58,7 +60,7 @@ def _side(name: str, src) -> Side:
     root = Root(src.root)
     env = dict(src.env or {})
     ld_path = [d for d in env.get("LD_LIBRARY_PATH", "").split(":") if d]
-    return Side(name, src.label, root, inventory(src.root, is_host=root.is_host),
+    return Side(name, src.label, root, known if known is not None else inventory(src.root, is_host=root.is_host),
                 probe_stack(root, src.label, env), ld_path)
 
 

@@ -24,6 +24,7 @@ class Side:
     ld_library_path: list[str] = field(default_factory=list)  # the image's Env, in-root directories
     _resolver: object = None
     _resolutions: dict = field(default_factory=dict)
+    _real: dict = field(default_factory=dict)
 
     @property
     def resolver(self):
@@ -42,6 +43,13 @@ class Side:
     def show(self, host: str) -> str:
         """The in-root path of a host path (what a finding names)."""
         return self.root.inside(host)
+
+    def real(self, host: str) -> str:
+        """The in-root path of the file a host path names, symlinks resolved (memoised: every closure
+        of a base image names the same few hundred libraries)."""
+        if host not in self._real:
+            self._real[host] = self.root.inside(os.path.realpath(host))
+        return self._real[host]
 
 
 def overlay(side: Side, files: "dict[str, str]") -> Side:
