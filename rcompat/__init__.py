@@ -7,6 +7,7 @@ Public API (stable names); heavy engines are imported only when called:
     rcompat.cuda.probe() -> CudaFacts;  rcompat.device() -> DeviceChoice
     rcompat.elf.symbols(path), .deps(path), .missing(path), .abi_diff(old, new), .patch_diff(a, b)
     rcompat.race.run(...)
+    rcompat.upgrade(old, new, driver=None, carry=()) -> Report
 """
 from __future__ import annotations
 
@@ -25,6 +26,10 @@ def __getattr__(name: str):
         from rcompat import model
 
         return getattr(model, name)
+    if name == "upgrade":  # the package, callable: rcompat.upgrade(old, new)
+        import importlib
+
+        return importlib.import_module("rcompat.upgrade")
     raise AttributeError(f"module 'rcompat' has no attribute {name!r}")
 
 

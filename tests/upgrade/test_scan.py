@@ -45,9 +45,9 @@ def roots(builder, gcc, tmp_path_factory) -> dict[str, Path]:
 
 @pytest.fixture(scope="session")
 def report(roots):
-    from rcompat.upgrade import upgrade
+    import rcompat
 
-    return upgrade(str(roots["old"]), str(roots["new"]), driver="575.57", carry=[OLD_ONLY])
+    return rcompat.upgrade(str(roots["old"]), str(roots["new"]), driver="575.57", carry=[OLD_ONLY])
 
 
 def by_id(report, fid):
