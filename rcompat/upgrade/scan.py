@@ -65,6 +65,7 @@ def _side(name: str, src, known=None) -> Side:
 
 
 def scan_sides(old: Side, new: Side, *, driver: str | None = None, carry=(), progress=None) -> list[Finding]:
+    from rcompat.elf.errors import ElfError
     from rcompat.upgrade import carried as carried_mod
     from rcompat.upgrade import findings, frameworks
     from rcompat.upgrade.inventory import identical_objects
@@ -103,7 +104,12 @@ def scan_sides(old: Side, new: Side, *, driver: str | None = None, carry=(), pro
     out += findings.carried_findings(carried, rebindings)
     with prog.step("NEW's frameworks"):
         out += findings.needed_findings(frameworks.newly_needed(old, new))
-        coload = findings.coload_finding(frameworks.coload_problems(old), frameworks.coload_problems(new))
+        try:
+            coload = findings.coload_finding(frameworks.coload_problems(old), frameworks.coload_problems(new))
+        except ElfError as exc:  # an unreadable Lantern or libtorch: say so, and keep the rest of the scan
+            coload = Finding("UPGRADE-COLOAD", AREA, Status.ERROR, "co-loading R torch and Python torch: not predicted",
+                             message=str(exc), remedy="check the file named above (a truncated or corrupt library)",
+                             source=findings.SOURCE_COLOAD)
         if coload is not None:
             out.append(coload)
     with prog.step("ABI drift"):
