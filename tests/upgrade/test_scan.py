@@ -37,6 +37,8 @@ def builder():
 def roots(builder, gcc, tmp_path_factory) -> dict[str, Path]:
     if not builder.WHEEL_OLD.is_file() or not builder.WHEEL_NEW.is_file():
         pytest.skip(f"the torch wheels are not on disk ({builder.WHEEL_OLD}, {builder.WHEEL_NEW})")
+    if not all((builder.CUDA_TOOLKIT / m).exists() for m in builder.CUDA_RUNTIME):
+        pytest.skip(f"the CUDA 13.0 runtime NEW's torch loads is not installed ({builder.CUDA_TOOLKIT})")
     gxx = shutil.which("g++")
     if gxx is None:
         pytest.skip("g++ not installed (make test installs it with build-essential)")
