@@ -86,10 +86,9 @@ def _symbols(args) -> int:
 
     defined = True if args.defined else (False if args.undefined else None)
     syms = symbols(args.lib, defined=defined, demangle=args.demangle)
-    if args.format == "nm":
-        sys.stdout.write(syms.nm_text(demangle=args.demangle))
-    elif args.format == "json":
-        for chunk in syms.json_chunks(demangle=args.demangle):
+    if args.format in ("nm", "json"):
+        chunks = syms.nm_chunks if args.format == "nm" else syms.json_chunks
+        for chunk in chunks(demangle=args.demangle):
             sys.stdout.write(chunk)
     else:
         import csv

@@ -146,6 +146,12 @@ class SymbolList(Sequence):
 
         return nm_text(self, self.demangle() if demangle else None)
 
+    def nm_chunks(self, demangle: bool = False) -> Iterator[str]:
+        """nm_text() in pieces, to write one after another."""
+        from rcompat.elf.symbol_text import nm_chunks
+
+        return nm_chunks(self, self.demangle() if demangle else None)
+
     def nm_lines(self, demangle: bool = False) -> list[str]:
         """`nm -D` lines (without newlines), in nm's order."""
         return self.nm_text(demangle).split("\n")[:-1]
