@@ -2,7 +2,8 @@
 breakage rules, and isolated verification of what is installed.
 
 Other areas (cuda, elf) reuse the same facts through `shared_r_facts(ctx)`: R is probed once per
-doctor run (ctx.memo("r.facts")) and the raw facts are recorded in ctx.facts["r"].
+doctor run (ctx.memo("r.facts")), or read from the cache between runs (rcompat.r.facts_cache), and
+the raw facts are recorded in ctx.facts["r"].
 ctx.options read here: "r_lib_paths" (list of library dirs put first), "r_engine" (auto|rpy2|rscript),
 "r_verify" (False skips the verification children).
 """
@@ -11,7 +12,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from rcompat.model import Finding, Status
-from rcompat.r.facts import RFacts, probe
+from rcompat.r.facts import RFacts
 from rcompat.r.rpy2_fit import advise
 
 AREA = "r"
@@ -22,8 +23,10 @@ INSTALL_R = "Install R: on Debian/Ubuntu `apt-get install r-base-core` (r-base-d
 def r_facts(ctx) -> RFacts:
     """The R facts of this run, probed once and shared by every engine."""
     def produce() -> RFacts:
-        facts = probe(timeout=ctx.timeout, lib_paths=ctx.options.get("r_lib_paths"),
-                      engine=ctx.options.get("r_engine", "auto"))
+        from rcompat.r.facts_cache import cached_probe
+
+        facts = cached_probe(timeout=ctx.timeout, lib_paths=ctx.options.get("r_lib_paths"),
+                             engine=ctx.options.get("r_engine", "auto"))
         ctx.facts["r"] = facts.to_dict()
         return facts
 

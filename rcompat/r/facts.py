@@ -123,7 +123,7 @@ def probe(timeout: float | None = None, lib_paths: Sequence[str] | None = None,
     if install is None:
         return RFacts(available=False, host=host.to_dict(),
                       reason="R is not installed: no Rscript on PATH and no R_HOME")
-    child_env = {**dict(env or {}), **_child_env(install, base_env, lib_paths)}
+    child_env = {**dict(env or {}), **child_environment(install, base_env, lib_paths)}
     facts = RFacts(available=True, install=install.to_dict(), host=host.to_dict(), child_env=child_env)
     chosen = engine if engine != "auto" else ("rscript" if host.hosted_by_r else "rpy2")
     script = scripts_dir() / "r_facts.R"
@@ -171,7 +171,7 @@ def probe(timeout: float | None = None, lib_paths: Sequence[str] | None = None,
     return facts
 
 
-def _child_env(install: RInstall, base_env: Mapping[str, str], lib_paths: Sequence[str] | None) -> dict[str, str]:
+def child_environment(install: RInstall, base_env: Mapping[str, str], lib_paths: Sequence[str] | None) -> dict[str, str]:
     env: dict[str, str] = {}
     if install.r_home:
         env["R_HOME"] = install.r_home
