@@ -15,7 +15,7 @@ import struct
 from collections.abc import Iterator
 from functools import partial
 from itertools import chain, compress, repeat
-from operator import eq, itemgetter, not_, or_
+from operator import eq, not_, or_
 
 JSON_CHUNK_ROWS = 8192  # rows per write: a few MB, so output starts early and memory stays flat
 NM_CHUNK_LINES = 16384
@@ -25,28 +25,28 @@ _JSON_PLAIN = bytes(c for c in range(0x20, 0x7F) if chr(c) not in '"\\')  # prin
 def nm_text(syms, shown: list[str] | None = None) -> str:
     """The `nm -D` output of `syms` (a SymbolList), sorted by raw name like nm in the C locale, ties in
     .dynsym order (sorted() is stable); `shown` replaces the printed names (demangled ones)."""
-    return "".join(nm_lines(syms, shown))
+    return "".join(_sorted_lines(syms, shown))
 
 
 def nm_chunks(syms, shown: list[str] | None = None) -> Iterator[str]:
     """nm_text() in pieces of NM_CHUNK_LINES lines, to write as they are joined: a few small buffers
     instead of one 6 MB string and its 6 MB encoding (pages a VM makes expensive to fault in)."""
-    lines = nm_lines(syms, shown)
+    lines = _sorted_lines(syms, shown)
     for start in range(0, len(lines), NM_CHUNK_LINES):
         yield "".join(lines[start:start + NM_CHUNK_LINES])
 
 
-def nm_lines(syms, shown: list[str] | None = None) -> list[str]:
-    """The lines of nm_text(), each ending in a newline."""
-    raw, rows = syms.table, syms.rows
-    if rows is not None and 2 * len(rows) < len(raw.names):  # a small selection: pick it first
-        raw, rows = syms.raw, None
-    elif rows is not None and shown is not None:  # `shown` holds the selected rows: spread them out
-        spread = list(raw.names)
-        any(map(spread.__setitem__, rows, shown))
-        shown = spread
-    n = len(raw.names)
-    if not n or rows == []:
+def _sorted_lines(syms, shown: list[str] | None = None) -> list[str]:
+    """The lines of nm_text(), each ending in a newline, and "" in place of the rows left out."""
+    if syms.defined is False:  # undefined symbols, usually a small part of the table: pick them first
+        raw, unlisted = syms.raw, []
+    else:  # most of the table: make every line, and empty ones for the rows left out
+        raw, unlisted = syms.table, syms.unlisted()
+        if shown is not None and syms.rows is not None:  # `shown` holds the listed rows: spread them out
+            spread = list(raw.names)
+            any(map(spread.__setitem__, syms.rows, shown))
+            shown = spread
+    if not raw.names:
         return []
     # Lines are made in .dynsym order, where the columns lie in memory in the order they are read, and
     # sorted themselves (30% less than sorting indexes and gathering every column by them). sorted()
@@ -56,11 +56,9 @@ def nm_lines(syms, shown: list[str] | None = None) -> list[str]:
     width = 16 if syms.bits == 64 else 8
     lines = list(map("".join, zip(_addresses(raw.values, raw.shndx, width), map(middle.__getitem__, keys),
                                   raw.names if shown is None else shown, _suffixes(syms, keys, raw.names, "\n"))))
-    names = raw.names
-    if rows is not None:
-        pick = itemgetter(*rows) if len(rows) > 1 else (lambda column: [column[rows[0]]])
-        lines, names = pick(lines), pick(names)
-    return sorted(lines, key=partial(next, iter(names)))
+    for i in unlisted:
+        lines[i] = ""
+    return sorted(lines, key=partial(next, iter(raw.names)))
 
 
 def json_chunks(syms, demangled: list[str] | None = None) -> Iterator[str]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from collections import namedtuple
 from collections.abc import Iterator, Sequence
-from operator import itemgetter
+from operator import itemgetter, not_
 
 from rcompat.elf.reader import (BIND_OF_INFO, SHN_ABS, SHN_COMMON, SHN_LORESERVE, SHN_UNDEF, TYPE_OF_INFO,
                                 VERSYM_HIDDEN, VISIBILITY_OF_OTHER, ElfImage, RawSymbols)
@@ -54,22 +54,46 @@ def decorate(name: str, version: str, hidden: bool, defined: bool, version_file:
 class SymbolList(Sequence):
     """The selected dynamic symbols of one file, column-oriented (75k Symbol objects are not free).
 
-    `table` is the file's whole .dynsym and `rows` the indexes selected from it (None: all);
-    `section_names`/`section_letters` describe the file's sections and `version_labels` maps a version
-    index to (version name, file needing it)."""
+    `table` is the file's whole .dynsym, of which the list holds the defined symbols (defined=True), the
+    undefined ones (False) or all (None), section and file symbols left out; `section_names`/
+    `section_letters` describe the file's sections and `version_labels` maps a version index to
+    (version name, file needing it)."""
 
-    def __init__(self, path: str, bits: int, table: RawSymbols, rows: list[int] | None, section_names: list[str],
+    def __init__(self, path: str, bits: int, table: RawSymbols, defined: bool | None, section_names: list[str],
                  section_letters: list[str], version_labels: dict[int, tuple[str, str]]) -> None:
         self.path = path
         self.bits = bits
         self.table = table
-        self.rows = rows
+        self.defined = defined
         self.section_names = section_names
         self.section_letters = section_letters
         self.version_labels = version_labels
         self.demangled: list[str] | None = None
         self._cols: dict[str, list] = {}
         self._raw: RawSymbols | None = None
+        self._rows: list[int] | None | bool = False  # False: not worked out yet
+
+    @property
+    def rows(self) -> list[int] | None:
+        """Indexes of the listed rows in `table` (None: every row)."""
+        if self._rows is False:
+            self._rows = _selected_rows(self.table, self.defined)
+        return self._rows
+
+    def unlisted(self) -> list[int]:
+        """Indexes of the rows of `table` left out (few when defined is True or None)."""
+        from itertools import compress
+
+        table = self.table
+        if self.defined is None:
+            left = []
+        else:
+            left = compress(range(len(table.names)), map(not_, table.shndx) if self.defined else table.shndx)
+        infos = set(table.infos)
+        if any(i & 0xF in (STT_SECTION, STT_FILE) for i in infos):
+            hidden = {i for i in infos if i & 0xF in (STT_SECTION, STT_FILE)}
+            return sorted({*left, *compress(range(len(table.names)), map(hidden.__contains__, table.infos))})
+        return list(left)
 
     @property
     def raw(self) -> RawSymbols:
@@ -200,7 +224,7 @@ def symbols(path: "str | os.PathLike[str]", defined: bool | None = None, demangl
 def symbol_list(image: ElfImage, defined: bool | None = None) -> SymbolList:
     table = image.raw_dynamic_symbols
     labels = image.version_labels(set(table.versym)) if table.versym else {}
-    return SymbolList(str(image.path), image.bits, table, _selected_rows(table, defined),
+    return SymbolList(str(image.path), image.bits, table, defined,
                       [s.name for s in image.sections], section_letters(image), labels)
 
 

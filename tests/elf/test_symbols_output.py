@@ -101,3 +101,25 @@ def test_elf_symbols_command_imports_no_heavy_or_unrelated_module(libs):
     unwanted = {"numpy", "pandas", "torch", "rpy2", "elftools", "rcompat.model", "rcompat.doctor", "rcompat.r",
                 "rcompat.cuda", "rcompat.race", "rcompat.tools", "dataclasses"}
     assert loaded & unwanted == set()
+
+
+@pytest.mark.parametrize("stt", [3, 4])  # STT_SECTION, STT_FILE
+def test_section_and_file_symbols_are_left_out_like_nm(cli, libs, tmp_path, stt):
+    """A .dynsym holding a section or file symbol (older linkers wrote them): nm -D leaves it out."""
+    from rcompat.elf.reader import ElfImage
+
+    data = bytearray(libs["versioned"].read_bytes())
+    with ElfImage(libs["versioned"]) as img:
+        dynsym = img.section_by_type("SHT_DYNSYM")
+        names = img.raw_dynamic_symbols.names
+        shndx = img.raw_dynamic_symbols.shndx
+    row = next(i for i, (n, s) in enumerate(zip(names, shndx)) if n == "plain" and s)
+    info_at = dynsym.offset + (row + 1) * 24 + 4
+    data[info_at] = (data[info_at] & 0xF0) | stt
+    patched = tmp_path / "libpatched.so"
+    patched.write_bytes(bytes(data))
+    for which in ([], ["--defined"], ["--undefined"]):
+        out = cli("elf", "symbols", *which, str(patched)).stdout
+        assert out == nm_stdout("-D", *[w + "-only" for w in which], str(patched))
+    assert "plain" not in {s.name for s in symbols(patched)}
+    assert len(json.loads("".join(symbols(patched, defined=True).json_chunks()))) == len(symbols(patched, defined=True))
