@@ -31,10 +31,10 @@ class Hang(Exception):
 
 def exercise(path: Path) -> None:
     """Everything the engine reads from one file."""
-    from rcompat.elf.objinfo import _read_cached
+    from rcompat.elf.objinfo import load_object
     from rcompat.elf.reader import ElfImage
     from rcompat.elf.symbols import symbol_list
-    from rcompat.elf.symindex import _cached as symbol_index_uncached
+    from rcompat.elf.symindex import build_index
 
     with ElfImage(path) as img:
         img.sections
@@ -42,8 +42,8 @@ def exercise(path: Path) -> None:
         img.version_definitions, img.version_needs
         syms = symbol_list(img)
         syms.nm_lines()
-    _read_cached.__wrapped__((str(path), 0, 0, 0))  # the resolver's facts, uncached
-    symbol_index_uncached.__wrapped__(str(path), 0, 0, 0)
+    load_object(str(path))  # the resolver's facts, uncached
+    build_index(path)
 
 
 def mutations(data: bytes, rng: random.Random, boundaries: list[int]):

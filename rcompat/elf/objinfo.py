@@ -69,7 +69,11 @@ _FIELDS = [f for f in ObjectInfo.__dataclass_fields__]
 
 @lru_cache(maxsize=2048)
 def _read_cached(key: tuple) -> ObjectInfo:
-    real = key[0]
+    return load_object(key[0])
+
+
+def load_object(real: str) -> ObjectInfo:
+    """read_object without the per-process cache: every call reads the file (the fuzzer's entry)."""
     with ElfImage(real) as img:
         st = os.stat(real)
         flags_1 = next((v for t, v in img.dynamic if t == DT_FLAGS_1), 0)

@@ -159,6 +159,12 @@ def _cached(identity: tuple[str, int, int, int, int]) -> SymbolIndex:
     return _index(identity[0], columns, refs)
 
 
+def build_index(path: "str | os.PathLike[str]") -> SymbolIndex:
+    """symbol_index without either cache: every call decodes the file (the fuzzer's entry)."""
+    path = os.fspath(path)
+    return _index(path, *_decode(path))
+
+
 def _entry_path(realpath: str) -> Path:
     from rcompat import cache
 
