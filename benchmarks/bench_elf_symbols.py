@@ -9,7 +9,7 @@ rcompat runs as installed, from byte-compiled modules (PYTHONDONTWRITEBYTECODE i
 runs; the first, untimed run writes them). Asserts that the text equals nm's output and that the JSON
 parses to as many rows with the same symbols. Reports through _common.record; exit 1 if a goal is missed.
 
-    .venv/bin/python benchmarks/bench_elf_symbols.py [LIB] [--repeat 7]
+    .venv/bin/python benchmarks/bench_elf_symbols.py [LIB] [--repeat 15]
 """
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ def rcompat_command() -> list[str]:
 def main() -> int:
     ap = argparse.ArgumentParser(description="rcompat elf symbols (text, JSON) vs nm -D --defined-only")
     ap.add_argument("lib", nargs="?")
-    ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--repeat", type=int, default=15)
     args = ap.parse_args()
     lib = args.lib or torch_library("libtorch_cpu.so")
     if shutil.which("nm") is None:

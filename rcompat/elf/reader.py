@@ -18,6 +18,7 @@ import mmap
 import os
 import struct
 import sys
+from array import array
 from collections import namedtuple
 from collections.abc import Iterator
 from functools import cached_property
@@ -89,17 +90,18 @@ class SymbolTable:
 class RawSymbols:
     """.dynsym column by column as stored, symbol 1 first: st_info and st_other as bytes (one byte per
     symbol), the .gnu.version entry of each symbol (empty without that section), the names decoded, and
-    `kinds`: st_info | st_other << 8 | st_shndx << 16 per symbol, one int that keys everything decided
-    per kind of symbol (letter, type, binding, visibility, section) in a dict lookup."""
+    `keys`: st_info | st_other << 8 | st_shndx << 16 | versym << 32 per symbol, one int that keys, in a
+    dict lookup, everything a symbol shows besides its name, value and size (letter, type, binding,
+    visibility, section, version)."""
 
-    __slots__ = ("names", "infos", "others", "shndx", "values", "sizes", "versym", "kinds")
+    __slots__ = ("names", "infos", "others", "shndx", "values", "sizes", "versym", "keys")
 
     def __init__(self, names: list[str] | None = None, infos: bytes = b"", others: bytes = b"",
                  shndx: list[int] | None = None, values: list[int] | None = None, sizes: list[int] | None = None,
-                 versym: list[int] | None = None, kinds: list[int] | None = None) -> None:
+                 versym: list[int] | None = None, keys: list[int] | None = None) -> None:
         self.names, self.infos, self.others = names or [], infos, others
         self.shndx, self.values, self.sizes, self.versym = shndx or [], values or [], sizes or [], versym or []
-        self.kinds = kinds or []
+        self.keys = keys or []
 
     def __len__(self) -> int:
         return len(self.names)
@@ -348,16 +350,17 @@ class ElfImage:
             return RawSymbols()
         # Column-wise decoding over strided memoryviews: every column comes out of C in one call, where
         # struct.iter_unpack + zip takes ~40 ms and a per-symbol loop ~75 ms on libtorch_cpu.so.
+        versym = self._versym(count)[1:]
         with memoryview(raw) as entries:
-            st_names, infos, others, ndxs, values, sizes, kinds = _symbol_columns(entries[ent: count * ent],
-                                                                                  self.bits, self.endian)
+            st_names, infos, others, ndxs, values, sizes, keys = _symbol_columns(entries[ent: count * ent],
+                                                                                 self.bits, self.endian, versym)
         strlen = len(strtab)
         if max(st_names) >= max(strlen, 1):  # offset 0 (no name) is fine even in an empty table
             bad = next(i for i, o in enumerate(st_names) if o >= strlen and o)
             raise ElfError(self.path, f"symbol {bad + 1} name offset {st_names[bad]} outside the string table "
                                       f"({strlen} bytes)", sec.offset + (bad + 1) * ent)
         return RawSymbols(_names_at(strtab, st_names), infos, others, list(ndxs), list(values), list(sizes),
-                          self._versym(count)[1:], kinds)
+                          versym, keys)
 
     @cached_property
     def dynamic_symbols(self) -> SymbolTable:
@@ -440,27 +443,36 @@ def _names_at(strtab: str, offsets: list[int]) -> list[str]:
     return names
 
 
-def _symbol_columns(raw: bytes, bits: int, endian: str) -> tuple:
-    """(st_name, st_info, st_other, st_shndx, st_value, st_size, kind) columns of a packed Elf_Sym
-    array; kind = st_info | st_other << 8 | st_shndx << 16, the bytes that decide a symbol's letter,
-    type, binding, visibility and section, as one int (in the native layout, one strided read)."""
-    if (endian == "<") == (sys.byteorder == "little"):
+def _symbol_columns(raw: bytes, bits: int, endian: str, versym: list[int]) -> tuple:
+    """(st_name, st_info, st_other, st_shndx, st_value, st_size, key) columns of a packed Elf_Sym array;
+    key = st_info | st_other << 8 | st_shndx << 16 | versym << 32 (see RawSymbols), assembled in the
+    native layout from the bytes themselves: strided copies into one u64 array, then one read."""
+    n = len(raw) // (24 if bits == 64 else 16)
+    if endian == "<" and sys.byteorder == "little":  # the u64 keys are assembled little-endian
         mv = memoryview(raw).cast("B")
+        step, kind_at = (24, 4) if bits == 64 else (16, 12)
+        packed = bytearray(8 * n)
+        for byte in range(4):
+            packed[byte::8] = mv[kind_at + byte::step]
+        if versym:
+            entries = array("H", versym).tobytes()
+            packed[4::8], packed[5::8] = entries[0::2], entries[1::2]
+        keys = memoryview(packed).cast("Q").tolist()
         if bits == 64:  # name:u32 info:u8 other:u8 shndx:u16 value:u64 size:u64 (24 bytes)
             quads, words = mv.cast("Q"), mv.cast("I")
             return (words[0::6].tolist(), mv[4::24].tobytes(), mv[5::24].tobytes(), mv.cast("H")[3::12].tolist(),
-                    quads[1::3].tolist(), quads[2::3].tolist(), words[1::6].tolist())
+                    quads[1::3].tolist(), quads[2::3].tolist(), keys)
         words = mv.cast("I")  # name:u32 value:u32 size:u32 info:u8 other:u8 shndx:u16 (16 bytes)
         return (words[0::4].tolist(), mv[12::16].tobytes(), mv[13::16].tobytes(), mv.cast("H")[7::8].tolist(),
-                words[1::4].tolist(), words[2::4].tolist(), words[3::4].tolist())
+                words[1::4].tolist(), words[2::4].tolist(), keys)
     fmt = endian + ("IBBHQQ" if bits == 64 else "IIIBBH")
     cols = list(zip(*struct.iter_unpack(fmt, raw))) or [()] * 6
     if bits == 64:
         st_names, infos, others, ndxs, values, sizes = cols
     else:
         st_names, values, sizes, infos, others, ndxs = cols
-    kinds = [i | o << 8 | n << 16 for i, o, n in zip(infos, others, ndxs)]
-    return st_names, infos, others, ndxs, values, sizes, kinds
+    keys = [i | o << 8 | x << 16 | v << 32 for i, o, x, v in zip(infos, others, ndxs, versym or itertools.repeat(0))]
+    return st_names, infos, others, ndxs, values, sizes, keys
 
 
 TYPE_OF_INFO = [STT.get(i & 0xF, str(i & 0xF)) for i in range(256)]

@@ -15,7 +15,7 @@ import struct
 from collections.abc import Iterator
 from functools import partial
 from itertools import chain, compress, repeat
-from operator import eq, not_, or_
+from operator import eq, not_
 
 JSON_CHUNK_ROWS = 8192  # rows per write: a few MB, so output starts early and memory stays flat
 NM_CHUNK_LINES = 16384
@@ -51,7 +51,7 @@ def _sorted_lines(syms, shown: list[str] | None = None) -> list[str]:
     # Lines are made in .dynsym order, where the columns lie in memory in the order they are read, and
     # sorted themselves (30% less than sorting indexes and gathering every column by them). sorted()
     # computes each item's key once, in list order, so the key function hands out the names in that order.
-    keys = row_keys(raw)
+    keys = raw.keys
     middle = {k: f" {syms.letter_of(k & 0xFF, k >> 16 & 0xFFFF)} " for k in set(keys)}
     width = 16 if syms.bits == 64 else 8
     lines = list(map("".join, zip(_addresses(raw.values, raw.shndx, width), map(middle.__getitem__, keys),
@@ -72,7 +72,7 @@ def json_chunks(syms, demangled: list[str] | None = None) -> Iterator[str]:
     import json
 
     names = json_interiors(raw.names)
-    keys = row_keys(raw)
+    keys = raw.keys
     distinct = set(keys)
     # Each row: '{"name":"' NAME HEAD VALUE ',"size":' SIZE MIDDLE NAME TAIL [DEMANGLED '"}']
     head = {k: _json_head(syms, k, json.dumps) for k in distinct}
@@ -90,13 +90,6 @@ def json_chunks(syms, demangled: list[str] | None = None) -> Iterator[str]:
         text = "".join(chain.from_iterable(zip(*columns)))
         yield "[" + text[1:] if start == 0 else text
     yield "\n]\n"
-
-
-def row_keys(raw) -> list[int]:
-    """One int per row of a RawSymbols: its kind | its .gnu.version entry << 32."""
-    if not raw.versym:
-        return raw.kinds
-    return list(map(or_, raw.kinds, map((1 << 32).__mul__, raw.versym)))
 
 
 def json_interiors(strings: list[str]) -> list[str]:

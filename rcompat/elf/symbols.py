@@ -251,7 +251,7 @@ def _pick_rows(raw: RawSymbols, keep: list[int]) -> RawSymbols:
     else:
         take = (lambda col: [col[i] for i in keep] if col else [])
     return RawSymbols(take(raw.names), bytes(take(raw.infos)), bytes(take(raw.others)), take(raw.shndx),
-                      take(raw.values), take(raw.sizes), take(raw.versym), take(raw.kinds))
+                      take(raw.values), take(raw.sizes), take(raw.versym), take(raw.keys))
 
 
 def _lookup(keys: list, table: dict) -> list:
