@@ -112,8 +112,9 @@ def test_unwritable_cache_dir_still_answers(lib, tmp_path, monkeypatch):
     assert symindex.symbol_index(lib).lookup("demo_stable") is not None
 
 
-def test_libtorch_cpu_index_round_trips_through_the_cache(torch_lib, decodes):
+def test_libtorch_cpu_index_round_trips_through_the_cache(torch_lib, decodes, tmp_path, monkeypatch):
     torch_lib = torch_lib / "libtorch_cpu.so"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cold"))  # earlier tests indexed it into the session's cache
     symindex._cached.cache_clear()
     built = symindex.symbol_index(torch_lib)
     assert len(built.definitions) > 50_000 and _entry(torch_lib).is_file()
