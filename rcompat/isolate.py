@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from contextlib import contextmanager
@@ -89,11 +91,28 @@ class ChildResult:
 
 def run_child(argv: Sequence[str], *, timeout: float, env: Mapping[str, str] | None = None,
               cwd: str | None = None, stdin: str | None = None) -> ChildResult:
-    """Run `argv`, kill its whole process group on timeout, parse JSON lines from stdout."""
+    """Run `argv`, kill its whole process group on timeout, parse JSON lines from stdout.
+
+    The child gets a temporary directory of its own (TMPDIR), removed when it has ended: R creates
+    /tmp/RtmpXXXXXX in every session and removes it only on a clean exit, so a child killed on a
+    SIGSEGV or a timeout, or an embedded R that never runs its exit handlers, would leave one behind
+    per run. A caller that sets TMPDIR itself keeps it."""
     start = time.monotonic()
     full_env = dict(os.environ)
     if env:
         full_env.update(env)
+    private_tmp = None if env and "TMPDIR" in env else tempfile.mkdtemp(prefix="rcompat-child-")
+    if private_tmp:
+        full_env.update(TMPDIR=private_tmp, TMP=private_tmp, TEMP=private_tmp)
+    try:
+        return _run(argv, timeout, full_env, cwd, stdin, start)
+    finally:
+        if private_tmp:
+            shutil.rmtree(private_tmp, ignore_errors=True)
+
+
+def _run(argv: Sequence[str], timeout: float, full_env: dict[str, str], cwd: str | None,
+         stdin: str | None, start: float) -> ChildResult:
     try:
         proc = subprocess.Popen(list(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,

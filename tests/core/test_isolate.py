@@ -41,3 +41,27 @@ def test_hang_is_killed_with_its_grandchildren(tmp_path):
 def test_missing_program_is_a_result_not_an_exception():
     res = run_child(["/nonexistent/program"], timeout=5)
     assert res.returncode == 127 and "cannot start" in res.stderr
+
+
+def test_a_killed_r_child_leaves_no_temporary_directory_behind():
+    """R makes /tmp/RtmpXXXXXX per session and removes it only on a clean exit: a child killed at its
+    timeout (or on a SIGSEGV) must not leave one per run. The child's TMPDIR is its own, removed after."""
+    import shutil as _shutil
+
+    rscript = _shutil.which("Rscript")
+    if rscript is None:
+        import pytest
+
+        pytest.skip("Rscript is not installed")
+    result = run_child([rscript, "-e", "cat(tempdir(), '\\n', sep = ''); flush(stdout()); Sys.sleep(60)"], timeout=3)
+    assert result.timed_out
+    r_tmp = result.stdout.strip().splitlines()[0]
+    assert os.path.basename(r_tmp).startswith("Rtmp")
+    assert os.path.basename(os.path.dirname(r_tmp)).startswith("rcompat-child-")
+    assert not os.path.exists(r_tmp) and not os.path.exists(os.path.dirname(r_tmp))
+
+
+def test_a_caller_s_tmpdir_is_kept():
+    result = run_child([sys.executable, "-c", "import os; print(os.environ['TMPDIR'])"], timeout=30,
+                       env={"TMPDIR": "/var/tmp"})
+    assert result.stdout.strip() == "/var/tmp"
