@@ -31,24 +31,10 @@ def check_writable_target(path: "str | os.PathLike[str]") -> Path:
 
 
 def write_text_atomic(path: "str | os.PathLike[str]", text: str, encoding: str = "utf-8") -> Path:
-    target = check_writable_target(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        # mkstemp creates 0600; a report or trace is meant to be shared, so give it the mode a plain
-        # open() would (0666 less the umask), or keep the mode of the file being replaced.
-        os.chmod(tmp, target.stat().st_mode & 0o7777 if target.exists() else 0o666 & ~_umask())
-        with os.fdopen(fd, "w", encoding=encoding) as fh:
+    with replaced_atomically(path) as tmp:
+        with open(tmp, "w", encoding=encoding) as fh:
             fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-    return target
+    return Path(path)
 
 
 @contextmanager
@@ -60,6 +46,8 @@ def replaced_atomically(path: "str | os.PathLike[str]", suffix: str = ".tmp") ->
     os.close(fd)
     try:
         yield Path(tmp)
+        # mkstemp creates 0600; a report or trace is meant to be shared, so give it the mode a plain
+        # open() would (0666 less the umask), or keep the mode of the file being replaced.
         os.chmod(tmp, target.stat().st_mode & 0o7777 if target.exists() else 0o666 & ~_umask())
         with open(tmp, "rb+") as fh:
             os.fsync(fh.fileno())

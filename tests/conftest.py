@@ -91,6 +91,22 @@ def cli():
     return run_cli
 
 
+def load_module(name: str, path: Path):
+    """Import a helper module by path: fixtures/*/build.py and tests/*/_*.py are not packages (the
+    tests run with --import-mode=importlib)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="session")
+def load_helper():
+    return load_module
+
+
 @pytest.fixture(scope="session")
 def gcc() -> str:
     path = shutil.which("gcc")

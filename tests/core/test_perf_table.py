@@ -1,7 +1,6 @@
 """scripts/perf_table.py: benchmark results (JSON lines from benchmarks/_common.record) to docs/performance.md."""
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -16,11 +15,8 @@ MACHINE = {"cores": 2, "cpu": "Example CPU @ 2.0GHz", "os": "Debian GNU/Linux 12
 
 
 @pytest.fixture(scope="module")
-def perf_table():
-    spec = importlib.util.spec_from_file_location("perf_table", REPO / "scripts/perf_table.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def perf_table(load_helper):
+    return load_helper("perf_table", REPO / "scripts/perf_table.py")
 
 
 def record_lines(tmp_path: Path, rows: list[tuple]) -> Path:

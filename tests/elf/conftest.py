@@ -1,7 +1,6 @@
 """ELF engine fixtures: the C sources in fixtures/elf compiled once per test session."""
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
@@ -10,22 +9,15 @@ REPO = Path(__file__).resolve().parents[2]
 TORCH_LIB = REPO / ".venv/lib/python3.11/site-packages/torch/lib"
 
 
-def _load(name: str, path: Path):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+@pytest.fixture(scope="session")
+def elf_build(load_helper):
+    return load_helper("elf_fixture_build", REPO / "fixtures/elf/build.py")
 
 
 @pytest.fixture(scope="session")
-def elf_build():
-    return _load("elf_fixture_build", REPO / "fixtures/elf/build.py")
-
-
-@pytest.fixture(scope="session")
-def diff_build():
+def diff_build(load_helper):
     """tests/elf/_diff_build.py: the abi-diff/patch-diff fixtures and the torch wheels they read."""
-    return _load("_diff_build", Path(__file__).with_name("_diff_build.py"))
+    return load_helper("_diff_build", Path(__file__).with_name("_diff_build.py"))
 
 
 @pytest.fixture(scope="session")

@@ -1,7 +1,6 @@
 """Bad input never escapes as anything but ElfError (library) or exit 2 with one line (CLI)."""
 from __future__ import annotations
 
-import importlib.util
 import os
 from pathlib import Path
 
@@ -63,10 +62,8 @@ def test_cli_says_one_line_and_exits_2(cli, bad_paths, kind):
         assert proc.stderr.count("\n") == 1 and words in proc.stderr and "Traceback" not in proc.stderr
 
 
-def test_fuzzed_fixtures_only_raise_elf_error(libs, tmp_path):
-    spec = importlib.util.spec_from_file_location("fuzz_elf", REPO / "benchmarks/fuzz_elf.py")
-    fuzz = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(fuzz)
+def test_fuzzed_fixtures_only_raise_elf_error(libs, tmp_path, load_helper):
+    fuzz = load_helper("fuzz_elf", REPO / "benchmarks/fuzz_elf.py")
     sources = [libs[k] for k in ("versioned", "needs_version", "rpath_runpath", "user")]
     result = fuzz.run(sources, cases=400, seed=7, workdir=tmp_path)
     assert result["failures"] == []

@@ -30,14 +30,10 @@ LOADER = "/lib64/ld-linux-x86-64.so.2"
 
 
 @pytest.fixture(scope="session")
-def rlibs(gcc, tmp_path_factory, elf_build):
+def rlibs(gcc, tmp_path_factory, elf_build, load_helper):
     """The compiled root fixtures, plus `hostside`: an absolute host directory the RPATH fixture names,
     holding libwhich.so #1 on the host (a root holds another copy at the same in-root path)."""
-    from importlib.util import module_from_spec, spec_from_file_location
-
-    spec = spec_from_file_location("elf_root_build", REPO / "fixtures/elf/root/build.py")
-    build = module_from_spec(spec)
-    spec.loader.exec_module(build)
+    build = load_helper("elf_root_build", REPO / "fixtures/elf/root/build.py")
     base = tmp_path_factory.mktemp("root-fixtures")
     hostside = base / "hostside"
     libs = build.build_root_fixtures(base / "build", str(hostside))

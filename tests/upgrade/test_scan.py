@@ -3,7 +3,6 @@ wheels (fixtures/upgrade/build.py, members cached outside the repository), with 
 by g++ against OLD's libtorch. The predictions are checked against the real loader where one can be run."""
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
 import subprocess
@@ -21,16 +20,9 @@ RUNTIME = ("libc.so.6", "libm.so.6", "ld-linux-x86-64.so.2")
 OLD_API, STABLE, OLD_ONLY = f"{SITE}/demo_ext/old_api.so", f"{SITE}/demo_ext/stable.so", f"{SITE}/old_only_ext/old_api.so"
 
 
-def _load(name: str, path: Path):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="session")
-def builder():
-    return _load("upgrade_fixture_build", REPO / "fixtures/upgrade/build.py")
+def builder(load_helper):
+    return load_helper("upgrade_fixture_build", REPO / "fixtures/upgrade/build.py")
 
 
 @pytest.fixture(scope="session")
@@ -195,8 +187,8 @@ def test_bad_carry_path_is_a_one_line_error(tmp_path, cli):
     assert missing.returncode == 2 and missing.stderr.startswith("rcompat: error:")
 
 
-def test_image_tarball_with_a_whiteout_layer_against_a_directory(tmp_path, roots, cli):
-    images = _load("upgrade_images", Path(__file__).with_name("_images.py"))
+def test_image_tarball_with_a_whiteout_layer_against_a_directory(tmp_path, roots, cli, load_helper):
+    images = load_helper("upgrade_images", Path(__file__).with_name("_images.py"))
     lib = "usr/lib/x86_64-linux-gnu"
     runtime = [images.file(f"{lib}/{n}", roots["old"] / lib / n, 0o755) for n in RUNTIME]
     vendor = roots["new"] / "opt/app/lib/libneeds_vendor.so"

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import gzip
 import hashlib
-import importlib.util
 import io
 import json
 import os
@@ -35,11 +34,8 @@ METADATA = {  # path in the image -> content: files the scan reads although they
 
 
 @pytest.fixture(scope="session")
-def images():
-    spec = importlib.util.spec_from_file_location("upgrade_images", Path(__file__).with_name("_images.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def images(load_helper):
+    return load_helper("upgrade_images", Path(__file__).with_name("_images.py"))
 
 
 @pytest.fixture(scope="session")

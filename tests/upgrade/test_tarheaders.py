@@ -2,7 +2,6 @@
 the rest to tarfile."""
 from __future__ import annotations
 
-import importlib.util
 import io
 import os
 import tarfile
@@ -69,7 +68,7 @@ def test_within_a_larger_file_offsets_are_relative(tmp_path):
         os.close(fd)
 
 
-def test_global_pax_headers_are_left_to_tarfile(tmp_path):
+def test_global_pax_headers_are_left_to_tarfile(tmp_path, load_helper):
     path = _archive(tmp_path / "layer.tar", tarfile.PAX_FORMAT, pax_headers={"comment": "global"})
     fd = os.open(path, os.O_RDONLY)
     try:
@@ -78,23 +77,19 @@ def test_global_pax_headers_are_left_to_tarfile(tmp_path):
     finally:
         os.close(fd)
     # ...and such a layer still merges, through tarfile.
-    spec = importlib.util.spec_from_file_location("upgrade_images", Path(__file__).with_name("_images.py"))
-    images = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(images)
+    images = load_helper("upgrade_images", Path(__file__).with_name("_images.py"))
     tarball = images.docker_save(tmp_path / "img.tar", [([path], {}, ["g:1"])])
     with open_source(str(tarball)) as src:
         assert os.readlink(os.path.join(src.root, "usr/lib/link.so")) == f"../../{LONG_DIR}/lib.so"
         assert src.layers[0]["members"] == 11 and src.layers[0]["taken"] == 1  # the symlink; no ELF inside
 
 
-def test_a_damaged_header_is_reported_not_taken_for_the_end(tmp_path):
+def test_a_damaged_header_is_reported_not_taken_for_the_end(tmp_path, load_helper):
     path = _archive(tmp_path / "layer.tar", tarfile.GNU_FORMAT)
     data = bytearray(path.read_bytes())
     data[1024 + 10] ^= 0xFF  # the name of the second header: its checksum no longer adds up
     path.write_bytes(bytes(data))
-    spec = importlib.util.spec_from_file_location("upgrade_images", Path(__file__).with_name("_images.py"))
-    images = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(images)
+    images = load_helper("upgrade_images", Path(__file__).with_name("_images.py"))
     tarball = images.docker_save(tmp_path / "img.tar", [([path], {}, ["d:1"])])
     with pytest.raises(ImageError, match="damaged layer: data after the end-of-archive mark"):
         with open_source(str(tarball)):
