@@ -87,6 +87,12 @@ class Definitions(Mapping[str, "list[Definition]"]):
                                                   c[7][i]) for i in rows]
         return made
 
+    def get(self, name: str, default=None):
+        # Mapping.get goes through __getitem__'s KeyError, and most lookups miss: binding a closure
+        # asks each object of the scope in turn (~65,000 misses for libtorch_python.so's, a third of
+        # bind_all's time spent raising and catching).
+        return self[name] if name in self._row else default
+
     def __contains__(self, name: object) -> bool:
         return name in self._row
 
