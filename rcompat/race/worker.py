@@ -113,13 +113,8 @@ class RSide:
     """Embedded R through rpy2, with R's console captured into the timeline."""
 
     def __init__(self, timeline: Timeline, stack_check: bool) -> None:
-        from rcompat.r.rpy2_env import answer_environment_lookups, share_front_end_environment
-
-        environment = share_front_end_environment()  # one Rscript for rpy2's two environment lookups
         import rpy2.rinterface as ri
         from rpy2.rinterface_lib import callbacks
-
-        answer_environment_lookups(ri, environment)
 
         def console(stream: str) -> Callable[[str], None]:
             return lambda text: timeline.write({"ev": "r_console", "stream": stream, "text": text,
