@@ -21,7 +21,7 @@ AREA = "upgrade"
 def upgrade(old: str, new: str, *, driver: str | None = None, carry: "list[str] | tuple" = (),
             extract: str | None = None, progress=None) -> Report:
     """Compare root filesystems / images OLD and NEW (see rcompat.upgrade.source for what they may be)."""
-    from rcompat.upgrade.source import open_source
+    from rcompat.upgrade.source import is_image, open_source
 
     prog = progress if progress is not None else disabled()
     report = Report(command="upgrade")
@@ -29,7 +29,7 @@ def upgrade(old: str, new: str, *, driver: str | None = None, carry: "list[str] 
         sides, inputs = [], {}
         for name, spec in (("OLD", old), ("NEW", new)):
             with prog.step(f"opening {name}"):
-                target = os.path.join(extract, name.lower()) if extract and _is_image(spec) else None
+                target = os.path.join(extract, name.lower()) if extract and is_image(spec) else None
                 src = stack.enter_context(open_source(spec, extract=target, progress=prog))
             with prog.step(f"indexing {name}"):
                 same = next((s for s in sides if s.root.path == os.path.realpath(src.root)), None)
@@ -41,14 +41,6 @@ def upgrade(old: str, new: str, *, driver: str | None = None, carry: "list[str] 
         for finding in report.findings[:1]:  # UPGRADE-ROOTS: what each input was, and what was left out
             finding.evidence["inputs"] = {k: {"kind": v["kind"], "notes": v["notes"]} for k, v in inputs.items()}
     return report
-
-
-def _is_image(spec: str) -> bool:
-    """--extract applies to images only: a root directory and "/" are read in place."""
-    from rcompat.upgrade.image import is_image_dir
-
-    path = spec.split("@", 1)[0]
-    return os.path.normpath(path) != "/" and (not os.path.isdir(path) or is_image_dir(path))
 
 
 def _side(name: str, src, known=None) -> Side:

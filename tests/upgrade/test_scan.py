@@ -213,6 +213,14 @@ def test_image_tarball_with_a_whiteout_layer_against_a_directory(tmp_path, roots
     [pre] = [f for f in data["findings"] if f["id"] == "UPGRADE-CARRIED-PREEXISTING"]
     assert list(pre["evidence"]["objects"]) == ["/opt/app/lib/libneeds_vendor.so"]
 
+    # --extract keeps the image's merged root (only the image: NEW is a directory, read in place)
+    kept = tmp_path / "kept"
+    again = cli("upgrade", str(tarball), str(new), "--extract", str(kept), "--format", "json")
+    assert again.returncode == 0, again.stderr
+    assert sorted(p.name for p in kept.iterdir()) == ["old"]
+    assert (kept / "old/opt/app/lib/libneeds_vendor.so").is_file()
+    assert not (kept / "old/opt/app/lib/libgone.so").exists()
+
 
 def test_without_a_driver_the_driver_check_skips_with_what_to_do(roots):
     from rcompat.cuda.nvml import probe_nvml
