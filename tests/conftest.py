@@ -102,6 +102,23 @@ def load_module(name: str, path: Path):
     return module
 
 
+def r_cmd_install(lib: Path, *package_dirs: "str | Path") -> Path:
+    """`R CMD INSTALL` the fixture package directories into `lib` (made here); skip without R."""
+    r = shutil.which("R")
+    if not r or not shutil.which("Rscript"):
+        pytest.skip("R not installed (make test installs r-base-core)")
+    lib.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.run([r, "CMD", "INSTALL", "--no-docs", "--no-multiarch", "-l", str(lib),
+                           *map(str, package_dirs)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, f"R CMD INSTALL into {lib} failed:\n{proc.stdout}\n{proc.stderr}"
+    return lib
+
+
+@pytest.fixture(scope="session")
+def r_install():
+    return r_cmd_install
+
+
 @pytest.fixture(scope="session")
 def load_helper():
     return load_module

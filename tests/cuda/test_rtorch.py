@@ -15,10 +15,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
-def rtorch_lib(tmp_path_factory, gcc):
-    r = shutil.which("R")
-    if not r:
-        pytest.skip("R not installed (make test installs r-base-core)")
+def rtorch_lib(tmp_path_factory, gcc, r_install):
     root = tmp_path_factory.mktemp("rtorch")
     pkg = root / "stage" / "torch"
     shutil.copytree(REPO / "fixtures" / "rpkgs" / "torch", pkg)
@@ -31,12 +28,7 @@ def rtorch_lib(tmp_path_factory, gcc):
     for name, soname in (("liblantern.so", "liblantern.so"), ("libcudart.so.12.4.127", "libcudart.so.12")):
         subprocess.run([gcc, "-shared", "-fPIC", "-o", str(libdir / name), str(src), f"-Wl,-soname,{soname}"],
                        check=True, capture_output=True)
-    lib = root / "lib"
-    lib.mkdir()
-    proc = subprocess.run([r, "CMD", "INSTALL", "--no-docs", "--no-multiarch", "-l", str(lib), str(pkg)],
-                          capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    return lib
+    return r_install(root / "lib", pkg)
 
 
 def test_doctor_reads_r_torch_from_the_r_engine_and_finds_its_cuda_runtime(rtorch_lib, nvml_fake):

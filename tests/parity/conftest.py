@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib.util
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -41,17 +40,9 @@ def records(tmp_path_factory) -> dict[str, Path]:
 
 
 @pytest.fixture(scope="session")
-def stand_in_lib(tmp_path_factory) -> Path:
+def stand_in_lib(tmp_path_factory, r_install) -> Path:
     """A library holding the torch-parity stand-in as package `torch`."""
-    r = shutil.which("R")
-    if not r or not shutil.which("Rscript"):
-        pytest.skip("R not installed (make test installs r-base-core)")
     root = tmp_path_factory.mktemp("parity-rlib")
     stage = root / "stage" / "torch"
     shutil.copytree(HELPERS.STAND_IN, stage)
-    lib = root / "lib"
-    lib.mkdir()
-    proc = subprocess.run([r, "CMD", "INSTALL", "--no-docs", "--no-multiarch", "-l", str(lib), str(stage)],
-                          capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    return lib
+    return r_install(root / "lib", stage)

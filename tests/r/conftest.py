@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -42,28 +41,13 @@ def _staged(fixture: str, version: str, stage: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
-def r_cmd() -> str:
-    path = shutil.which("R")
-    if not path or not shutil.which("Rscript"):
-        pytest.skip("R not installed (make test installs r-base-core)")
-    return path
-
-
-@pytest.fixture(scope="session")
-def rlibs(r_cmd, tmp_path_factory) -> dict[str, Path]:
+def rlibs(r_install, tmp_path_factory) -> dict[str, Path]:
     """name -> installed library dir (see LIBRARIES)."""
     root = tmp_path_factory.mktemp("rlibs")
     libs = {}
     for name, packages in LIBRARIES.items():
-        lib = root / name
-        lib.mkdir()
         stage = root / f"stage-{name}"
-        dirs = [str(_staged(fixture, version, stage)) for fixture, version in packages]
-        proc = subprocess.run([r_cmd, "CMD", "INSTALL", "--no-docs", "--no-multiarch", "-l", str(lib), *dirs],
-                              capture_output=True, text=True, timeout=300)
-        if proc.returncode != 0:
-            raise RuntimeError(f"R CMD INSTALL for {name} failed:\n{proc.stdout}\n{proc.stderr}")
-        libs[name] = lib
+        libs[name] = r_install(root / name, *[_staged(fixture, version, stage) for fixture, version in packages])
     # A DESCRIPTION that cannot be parsed, as after a disk error or a bad hand edit.
     (libs["baddesc"] / "torch" / "DESCRIPTION").write_bytes(bytes(range(0x80, 0x100)) * 3)
     return libs
