@@ -46,6 +46,23 @@ def timeout_seconds(text: str) -> float:
     return value
 
 
+def whole_number(low: int, high: int, unit: str = ""):
+    """argparse type of a bounded count (--jobs, --threads): a bad value is refused as an option,
+    with the range in the message."""
+    what = f"a whole number of {unit}" if unit else "a whole number"
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = low - 1
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"must be {what} from {low} to {high}, not {text!r}")
+        return value
+
+    return parse
+
+
 def add_report_options(parser: argparse.ArgumentParser, formats=None, strict: bool = True) -> None:
     """--format (default: every renderer's format), --output, --strict, --verbose."""
     if formats is None:

@@ -3,17 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from rcompat.cli.common import add_quiet_option, add_report_options, emit_report, timeout_seconds
-
-
-def _jobs(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if not 1 <= value <= 64:
-        raise argparse.ArgumentTypeError(f"must be a whole number from 1 to 64, not {text!r}")
-    return value
+from rcompat.cli.common import add_quiet_option, add_report_options, emit_report, timeout_seconds, whole_number
 
 
 def register(sub) -> None:
@@ -31,7 +21,7 @@ def register(sub) -> None:
     p.add_argument("--no-cache", action="store_true",
                    help="neither read nor write the caches under $XDG_CACHE_HOME/rcompat (symbol indexes, "
                         "the torch child's and R's facts); RCOMPAT_NO_CACHE=1 does the same")
-    p.add_argument("--jobs", "-j", type=_jobs, default=None, metavar="N",
+    p.add_argument("--jobs", "-j", type=whole_number(1, 64), default=None, metavar="N",
                    help="areas run at once (default: all of them, at most the CPU count + 4; 1 runs them one by one)")
     add_quiet_option(p)
     p.set_defaults(func=run)

@@ -4,7 +4,8 @@ from __future__ import annotations
 import argparse
 import math
 
-from rcompat.cli.common import add_command_group, add_quiet_option, add_report_options, timeout_seconds
+from rcompat.cli.common import (add_command_group, add_quiet_option, add_report_options, timeout_seconds,
+                                whole_number)
 
 
 def register(sub) -> None:
@@ -28,7 +29,7 @@ def register(sub) -> None:
     r.add_argument("--seed", type=int, metavar="N", help="seed of the NumPy generator of the inputs (default 0)")
     r.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
                    help="where torch computes (default cpu); cuda without a GPU records every case as skipped")
-    r.add_argument("--threads", type=_threads, default=0, metavar="N",
+    r.add_argument("--threads", type=whole_number(1, 4096, "threads"), default=0, metavar="N",
                    help="torch.set_num_threads(N) in the child (default: torch's own choice)")
     r.add_argument("--side", choices=("python", "r"), default="python",
                    help="python: PyTorch (default); r: R torch, running r-scripts/parity.R with Rscript")
@@ -57,16 +58,6 @@ def register(sub) -> None:
     c.add_argument("--atol", type=_tolerance, metavar="Y", help="absolute tolerance for every output")
     add_report_options(c)
     c.set_defaults(func=run_compare)
-
-
-def _threads(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if not 1 <= value <= 4096:
-        raise argparse.ArgumentTypeError(f"must be a whole number of threads from 1 to 4096, not {text!r}")
-    return value
 
 
 def _tolerance(text: str) -> float:
