@@ -196,12 +196,24 @@ def run_python_child(module: str, args: Sequence[str] = (), *, timeout: float,
                      env: Mapping[str, str] | None = None, python: str | None = None) -> ChildResult:
     """Run `python -m module args…` with this interpreter (so the child sees the same packages), or
     with `python` (another venv's packages), and this very rcompat first on PYTHONPATH, even when it
-    was put on sys.path by hand (reticulate)."""
-    package_parent = str(Path(__file__).resolve().parents[1])
+    was put on sys.path by hand (reticulate).
+
+    For another interpreter only rcompat itself is put on its path, through a private directory
+    holding a link to the package: the directory rcompat lives in is, for a normal install, this
+    environment's site-packages, and would hand the other interpreter this one's numpy and torch."""
+    package = Path(__file__).resolve().parent
     inherited = (env or {}).get("PYTHONPATH", os.environ.get("PYTHONPATH", ""))
-    pythonpath = os.pathsep.join(p for p in (package_parent, inherited) if p)
-    return run_child([python or sys.executable, "-m", module, *args], timeout=timeout,
-                     env={**(env or {}), "PYTHONPATH": pythonpath})
+    if python is None:
+        return _run_with_path([sys.executable, "-m", module, *args], str(package.parent), inherited, timeout, env)
+    with tempfile.TemporaryDirectory(prefix="rcompat-path-") as only_rcompat:
+        os.symlink(package, os.path.join(only_rcompat, package.name))
+        return _run_with_path([python, "-m", module, *args], only_rcompat, inherited, timeout, env)
+
+
+def _run_with_path(argv: list[str], first: str, inherited: str, timeout: float,
+                   env: Mapping[str, str] | None) -> ChildResult:
+    pythonpath = os.pathsep.join(p for p in (first, inherited) if p)
+    return run_child(argv, timeout=timeout, env={**(env or {}), "PYTHONPATH": pythonpath})
 
 
 def child_failure(result: ChildResult, *, id: str, area: str, what: str, remedy: str,

@@ -65,3 +65,21 @@ def test_a_caller_s_tmpdir_is_kept():
     result = run_child([sys.executable, "-c", "import os; print(os.environ['TMPDIR'])"], timeout=30,
                        env={"TMPDIR": "/var/tmp"})
     assert result.stdout.strip() == "/var/tmp"
+
+
+def test_another_interpreter_gets_rcompat_but_not_this_environment_s_packages(tmp_path, monkeypatch):
+    """--python OTHER: the directory rcompat lives in (site-packages, for a normal install) must not
+    reach the other interpreter's path, or it would run this environment's numpy and torch."""
+    from pathlib import Path
+
+    from rcompat.isolate import run_python_child
+
+    here = str(Path(__import__("rcompat").__file__).resolve().parents[1])
+    monkeypatch.chdir(tmp_path)  # `python -m` puts the working directory first on sys.path
+    listing = run_python_child("site", timeout=60, python=sys.executable)
+    assert listing.returncode == 0, listing.stderr
+    assert f"'{here}'," not in listing.stdout
+    version = run_python_child("rcompat.cli.main", ["--version"], timeout=60, python=sys.executable)
+    assert version.returncode == 0 and version.stdout.startswith("rcompat "), version.stderr
+    same = run_python_child("site", timeout=60)  # this interpreter: the package's directory comes first
+    assert f"'{here}'," in same.stdout
