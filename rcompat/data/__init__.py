@@ -84,6 +84,6 @@ def _checked(path: Path, index: int, row: Any, required: Iterable[str]) -> dict[
 
 
 @functools.lru_cache(maxsize=None)
-def cached_toml(name: str, table: str) -> tuple[dict[str, Any], ...]:
-    """Rows of the packaged table `name`, loaded once per process."""
-    return tuple(load_toml(data_path(name), table))
+def cached_toml(name: str, table: str, required: tuple[str, ...] = ("id", "source")) -> tuple[dict[str, Any], ...]:
+    """Rows of the packaged table `name`, each checked for `required` keys, loaded once per process."""
+    return tuple(load_toml(data_path(name), table, required))
