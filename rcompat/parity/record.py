@@ -76,24 +76,28 @@ def record(options: RecordOptions, progress=None) -> ParityRecord:
 
 
 def _run_side(options: RecordOptions, inputs: dict, work: Path, progress) -> ChildResult:
+    """The child's result; a child that could not run at all ({"fatal": …}) is an error."""
     if options.side == "r":
         from rcompat.parity.rside import run_r_side
 
-        return _with_progress(lambda: run_r_side(options, inputs, work), work, progress)
-    import numpy as np
+        result = _with_progress(lambda: run_r_side(options, inputs, work), work, progress)
+        prefix = "R side: "
+    else:
+        import numpy as np
 
-    from rcompat.isolate import run_python_child
+        from rcompat.isolate import run_python_child
 
-    with open(work / "inputs.npz", "wb") as fh:
-        np.savez(fh, **inputs)
-    args = [str(work), "--device", options.device, "--threads", str(options.threads)]
-    if options.cases:
-        args += ["--cases", str(Path(options.cases).resolve())]
-    result = _with_progress(lambda: run_python_child(CHILD_MODULE, args, timeout=options.timeout,
-                                                     python=options.python), work, progress)
+        with open(work / "inputs.npz", "wb") as fh:
+            np.savez(fh, **inputs)
+        args = [str(work), "--device", options.device, "--threads", str(options.threads)]
+        if options.cases:
+            args += ["--cases", str(Path(options.cases).resolve())]
+        result = _with_progress(lambda: run_python_child(CHILD_MODULE, args, timeout=options.timeout,
+                                                         python=options.python), work, progress)
+        prefix = ""
     fatal = next((r["fatal"] for r in result.records if "fatal" in r), None)
     if fatal:
-        raise RcompatError(str(fatal))
+        raise RcompatError(f"{prefix}{fatal}")
     return result
 
 
