@@ -70,7 +70,13 @@ class LdCache:
 
 @lru_cache(maxsize=4)
 def load_cache(path: str = DEFAULT_CACHE) -> LdCache:
-    """The parsed cache; an absent file is an empty cache (musl, containers), a corrupt one an ElfError."""
+    """read_cache, kept per path for the process (the host's cache does not change under a run)."""
+    return read_cache(path)
+
+
+def read_cache(path: str = DEFAULT_CACHE) -> LdCache:
+    """The parsed cache; an absent file is an empty cache (layout "absent": musl, containers), a
+    corrupt one an ElfError."""
     p = Path(path)
     try:
         data = p.read_bytes()

@@ -12,7 +12,7 @@ import os
 import posixpath
 
 from rcompat.elf.errors import ElfError
-from rcompat.elf.ldcache import DEFAULT_CACHE, LdCache, load_cache, parse_cache
+from rcompat.elf.ldcache import DEFAULT_CACHE, LdCache, load_cache, read_cache
 
 MAXSYMLINKS = 40  # Linux include/linux/namei.h
 
@@ -125,16 +125,12 @@ class Root:
     def _read_cache(self, cache_path: str) -> LdCache:
         if self.is_host:
             return load_cache(cache_path)
-        host = self.host(cache_path)
-        try:
-            with open(host, "rb") as fh:
-                return parse_cache(fh.read(), host)
-        except FileNotFoundError:
+        cache = read_cache(self.host(cache_path))
+        if cache.layout == "absent":
             from rcompat.elf.ldconf import derive_cache
 
             return derive_cache(self)
-        except OSError as exc:
-            raise ElfError(host, f"cannot read the loader cache: {exc.strerror or exc}") from None
+        return cache
 
 
 HOST_ROOT_PATH = "/"
