@@ -35,7 +35,7 @@ def register(sub) -> None:
                    help="python: PyTorch (default); r: R torch, running r-scripts/parity.R with Rscript")
     r.add_argument("--python", metavar="PATH", help="interpreter for the python side (another venv's "
                                                     "bin/python; it must import torch and numpy)")
-    r.add_argument("--rscript", metavar="PATH", help="Rscript for the r side (default: the one on PATH)")
+    r.add_argument("--rscript", metavar="PATH", help="Rscript for the r side (default: R_HOME's bin/Rscript, else the one on PATH)")
     r.add_argument("--cases", metavar="FILE.py", help="add your own cases: a Python file defining "
                                                       "CASES = {'name': function(inputs) -> tensor}")
     r.add_argument("--timeout", type=timeout_seconds, default=600.0, metavar="S",

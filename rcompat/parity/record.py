@@ -34,7 +34,7 @@ class RecordOptions:
     threads: int = 0                 # 0: torch's default
     side: str = "python"
     python: str | None = None        # another interpreter for the python side
-    rscript: str | None = None       # Rscript for the r side (default: the one on PATH)
+    rscript: str | None = None       # Rscript for the r side (default: R_HOME's, else PATH's)
     cases: str | None = None         # a user's cases file (python side)
     timeout: float = 600.0
 

@@ -11,7 +11,6 @@ exact for values R torch computed in float32.
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 
 from rcompat.errors import RcompatError, UsageError
@@ -20,15 +19,20 @@ from rcompat.isolate import ChildResult, run_child
 SCRIPT = "parity.R"
 
 
-def find_rscript(given: str | None) -> str:
+def find_rscript(given: str | None) -> tuple[str, dict[str, str] | None]:
+    """--rscript as given (run in this environment), else the R that rcompat.r.host.locate_r finds
+    (R_HOME's bin/ first, then PATH) with the environment rcompat gives every R child."""
+    from rcompat.r.facts import child_environment
+    from rcompat.r.host import locate_r
+
     if given:
         if not (os.path.isfile(given) and os.access(given, os.X_OK)):
             raise UsageError(f"--rscript {given}: not an executable file")
-        return given
-    found = shutil.which("Rscript")
-    if not found:
+        return given, None
+    install = locate_r()
+    if install is None:
         raise UsageError("Rscript not found on PATH: install R (r-base-core) or pass --rscript PATH")
-    return found
+    return install.rscript, child_environment(install, os.environ, None)
 
 
 def write_inputs(inputs: dict, work: Path) -> None:
@@ -53,10 +57,10 @@ def run_r_side(options, inputs: dict, work: Path) -> ChildResult:
         raise UsageError("--cases adds Python functions; it works with --side python only")
     if options.python:
         raise UsageError("--python chooses the Python side's interpreter; with --side r use --rscript")
-    rscript = find_rscript(options.rscript)
+    rscript, env = find_rscript(options.rscript)
     script = scripts_dir() / SCRIPT
     if not script.is_file():
         raise RcompatError(f"{script} is missing: this rcompat checkout is incomplete")
     write_inputs(inputs, work)
     return run_child([rscript, str(script), str(work), options.device, str(options.threads)],
-                     timeout=options.timeout)
+                     timeout=options.timeout, env=env)
