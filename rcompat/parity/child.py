@@ -158,7 +158,7 @@ class _Runner:
 def environment_facts(torch, device: str) -> dict[str, Any]:
     """What a parity difference is usually explained by: versions, device, threads, BLAS, cuDNN, TF32."""
     cuda_available = bool(device == "cuda" and torch.cuda.is_available())
-    try:
+    try:  # the raw integer (90100); the parent decodes it (rcompat.cuda.torch_probe.decode_cudnn_version)
         cudnn = torch.backends.cudnn.version()
     except Exception:  # noqa: BLE001 - a CPU build may raise instead of returning None
         cudnn = None

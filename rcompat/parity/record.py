@@ -56,6 +56,10 @@ def record(options: RecordOptions, progress=None) -> ParityRecord:
     try:
         result = _run_side(options, inputs, work, progress)
         facts = next((r["facts"] for r in result.records if isinstance(r.get("facts"), dict)), {})
+        if "cudnn_version" in facts:  # the child's raw integer, decoded as `rcompat cuda` shows it (9.1.0)
+            from rcompat.cuda.torch_probe import decode_cudnn_version
+
+            facts["cudnn_version"] = decode_cudnn_version(facts["cudnn_version"])
         cases = _case_table(result, options)
         outputs = _load_outputs(work / "out", cases)
     finally:
