@@ -116,19 +116,26 @@ class MissingReport:
                 "weak_unresolved": len(self.weak_unresolved), "searched_elsewhere": self.searched_elsewhere}
 
 
-def scope_indexes(resolution: Resolution) -> list[tuple[str, SymbolIndex]]:
-    return [(node.path, idx) for node in resolution.nodes if (idx := readable_index(node.path)) is not None]
+def scope_indexes(resolution: Resolution,
+                  index: "Callable[[str], SymbolIndex | None] | None" = None) -> list[tuple[str, SymbolIndex]]:
+    """(path, index) of each loaded object, load order; `index`: how a path's index is read
+    (default readable_index)."""
+    index = index or readable_index
+    return [(node.path, idx) for node in resolution.nodes if (idx := index(node.path)) is not None]
 
 
 def bind_all(resolution: Resolution, objects: "list[int] | None" = None,
-             scope: "list[tuple[str, SymbolIndex]] | None" = None):
-    """(bindings, missing, weak_unresolved) for the undefined symbols of `objects` (default: all)."""
-    scope = scope if scope is not None else scope_indexes(resolution)
+             scope: "list[tuple[str, SymbolIndex]] | None" = None,
+             index: "Callable[[str], SymbolIndex | None] | None" = None):
+    """(bindings, missing, weak_unresolved) for the undefined symbols of `objects` (default: all);
+    `index` as for scope_indexes."""
+    index = index or readable_index
+    scope = scope if scope is not None else scope_indexes(resolution, index)
     chosen = range(resolution.preloaded, len(resolution.nodes)) if objects is None else objects
     bindings, missing, weak = [], [], []
     for i in chosen:
         node = resolution.nodes[i]
-        own = readable_index(node.path)
+        own = index(node.path)
         if own is None:
             continue
         for ref in own.references:

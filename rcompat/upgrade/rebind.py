@@ -106,26 +106,16 @@ def _versions(out: Rebinding, old_res, new_res, old: Side, new: Side) -> None:
         (out.pre_unmet if version in before else out.unmet).append(UnmetVersion(version, provider))
 
 
-def _scope(res, indexes: SharedIndexes) -> list[tuple[str, object]]:
-    return [(n.path, idx) for n in res.nodes if (idx := indexes.index(n.path)) is not None]
-
-
 def _symbols(out: Rebinding, old_res, new_res, old: Side, indexes: SharedIndexes) -> None:
-    from rcompat.elf.missing import host_provider
+    from rcompat.elf.missing import bind_all, host_provider, scope_indexes
 
-    own = indexes.index(new_res.root.path)
-    if own is None:
-        return
-    new_scope = _scope(new_res, indexes)
-    lost = []
-    for ref in own.references:
-        if any(idx.lookup(ref.name, ref.version) for _p, idx in new_scope):
-            out.bound += 1
-        elif not ref.weak and host_provider(ref.name) is None:
-            lost.append(ref)
+    bindings, missing, _weak = bind_all(new_res, [new_res.root_index], index=indexes.index)
+    out.bound = len(bindings)
+    lost = [m.ref for m in missing if host_provider(m.name) is None]
     if not lost:
         return
-    old_scope = _scope(old_res, indexes)
+    old_scope = scope_indexes(old_res, indexes.index)
+    names = {n.path: n.info.name for n in old_res.nodes}
     missing_names = {m.name for m in out.missing + out.pre_missing}
     from rcompat.elf.demangle import demangle_all
 
@@ -135,17 +125,7 @@ def _symbols(out: Rebinding, old_res, new_res, old: Side, indexes: SharedIndexes
                        old.show(provider) if provider else None)
         if provider is None:
             out.pre_unbound.append(item)
-        elif os.path.basename(provider) in missing_names or _soname(provider) in missing_names:
+        elif os.path.basename(provider) in missing_names or names[provider] in missing_names:
             continue  # it would come from a library NEW does not have: reported as that library
         else:
             out.unbound.append(item)
-
-
-def _soname(host: str) -> str | None:
-    from rcompat.elf.errors import ElfError
-    from rcompat.elf.objinfo import read_object
-
-    try:
-        return read_object(host).soname
-    except ElfError:
-        return None
