@@ -33,12 +33,13 @@ def compare(path_a: str, path_b: str, rtol: float | None = None, atol: float | N
     report.add(_inputs_finding(a, b))
     report.add(_environment_finding(a, b, diff))
     skipped: dict[str, list[str]] = {}
+    precisions = a.output_precisions()
     for cid in _case_ids(a, b):
         ca, cb = a.manifest["cases"].get(cid, {}), b.manifest["cases"].get(cid, {})
         sa, sb = ca.get("status"), cb.get("status")
         if sa == "ok" and sb == "ok":
             for name in dict.fromkeys([*ca.get("outputs", {}), *cb.get("outputs", {})]):
-                report.add(_output_finding(name, a, b, devices, diff, rtol, atol))
+                report.add(_output_finding(name, a, b, precisions, devices, diff, rtol, atol))
         elif "skip" in (sa, sb) and "error" not in (sa, sb):
             reason = (cb if sb == "skip" else ca).get("message") or "skipped"
             skipped.setdefault(reason, []).append(cid)
@@ -60,7 +61,7 @@ def _inputs_finding(a: ParityRecord, b: ParityRecord) -> Finding:
 
     names = sorted(set(a.inputs) | set(b.inputs))
     differing = [n for n in names if n not in a.inputs or n not in b.inputs
-                 or a.inputs[n].shape != b.inputs[n].shape or not np.array_equal(a.inputs[n], b.inputs[n])]
+                 or not np.array_equal(a.inputs[n], b.inputs[n])]  # arrays of another shape are not equal
     seeds = (a.manifest.get("seed"), b.manifest.get("seed"))
     if not differing:
         return Finding(id="PARITY-INPUTS", area=AREA, status=Status.OK,
@@ -100,7 +101,7 @@ def _case_finding(cid: str, ca: dict, cb: dict) -> Finding:
                    remedy=REMEDY_MISSING, evidence=evidence)
 
 
-def _output_finding(name: str, a: ParityRecord, b: ParityRecord, devices: str,
+def _output_finding(name: str, a: ParityRecord, b: ParityRecord, precisions: dict[str, str], devices: str,
                     diff: list[dict[str, Any]], rtol: float | None, atol: float | None) -> Finding:
     fid = f"PARITY-{name}"
     if name not in a.outputs or name not in b.outputs:
@@ -114,7 +115,7 @@ def _output_finding(name: str, a: ParityRecord, b: ParityRecord, devices: str,
                        message=f"A: {x.dtype} {tuple(x.shape)}; B: {y.dtype} {tuple(y.shape)}.",
                        remedy=REMEDY_DRIFT, evidence={"a": [str(x.dtype), list(x.shape)],
                                                       "b": [str(y.dtype), list(y.shape)]})
-    precision = a.output_precisions().get(name, str(x.dtype))
+    precision = precisions.get(name, str(x.dtype))
     tol = tolerance_for(precision, devices, rtol, atol)
     stats = array_stats(x, y, tol)
     return _stats_finding(fid, name, stats, tol, precision, devices, diff)

@@ -139,7 +139,8 @@ def _decode_manifest(path: "str | Path", array: Any) -> dict[str, Any]:
 def _check_consistent(path: "str | Path", record: ParityRecord) -> None:
     """Outputs named by the manifest and arrays in the file must be the same set: a difference means
     the file was cut short or edited."""
-    named = set(record.output_precisions())
+    precisions = record.output_precisions()
+    named = set(precisions)
     present = set(record.outputs)
     if named - present:
         raise ParityFileError(f"{path}: the manifest names output(s) missing from the file: "
@@ -147,7 +148,7 @@ def _check_consistent(path: "str | Path", record: ParityRecord) -> None:
     if present - named:
         raise ParityFileError(f"{path}: array(s) not in the manifest: {', '.join(sorted(present - named)[:5])}; "
                               "the file was edited")
-    for name, precision in record.output_precisions().items():
+    for name, precision in precisions.items():
         expected = STORAGE_DTYPE.get(precision, precision)
         if str(record.outputs[name].dtype) != expected:
             raise ParityFileError(f"{path}: output {name!r} is stored as {record.outputs[name].dtype}, but the "
