@@ -40,7 +40,7 @@ class Carried:
 
 def closure_paths(side: Side, res) -> list[str]:
     """In-root paths of the files the object loads (symlinks resolved, as the inventory names them)."""
-    return [side.real(n.path) for n in res.nodes]
+    return [side.root.inside(n.info.realpath) for n in res.nodes]
 
 
 def select(old: Side, new: Side, identical: dict[str, tuple[ElfFile, ElfFile]], carry: "list[str] | tuple" = (),
@@ -65,8 +65,9 @@ def select(old: Side, new: Side, identical: dict[str, tuple[ElfFile, ElfFile]], 
             before, after = old.resolve(inside), new.resolve(inside)
         except ElfError:
             continue  # not a loadable object (a core file, a truncated .so): nothing to rebind
-        same_paths = closure_paths(old, before) == closure_paths(new, after)
-        same_bytes = all(p in identical for p in closure_paths(new, after)[1:])
+        new_paths = closure_paths(new, after)
+        same_paths = closure_paths(old, before) == new_paths
+        same_bytes = all(p in identical for p in new_paths[1:])
         missing_before = sorted(m.name for m in before.missing if m.name not in driver)
         missing_after = sorted(m.name for m in after.missing if m.name not in driver)
         if same_paths and same_bytes and missing_before == missing_after:

@@ -24,7 +24,6 @@ class Side:
     ld_library_path: list[str] = field(default_factory=list)  # the image's Env, in-root directories
     _resolver: object = None
     _resolutions: dict = field(default_factory=dict)
-    _real: dict = field(default_factory=dict)
 
     @property
     def resolver(self):
@@ -43,13 +42,6 @@ class Side:
     def show(self, host: str) -> str:
         """The in-root path of a host path (what a finding names)."""
         return self.root.inside(host)
-
-    def real(self, host: str) -> str:
-        """The in-root path of the file a host path names, symlinks resolved (memoised: every closure
-        of a base image names the same few hundred libraries)."""
-        if host not in self._real:
-            self._real[host] = self.root.inside(os.path.realpath(host))
-        return self._real[host]
 
 
 def overlay(side: Side, files: "dict[str, str]") -> Side:
@@ -83,7 +75,7 @@ class SharedIndexes:
     copy of an identical object is read through OLD's path (libtorch_cpu.so's index takes ~0.5 s)."""
 
     def __init__(self, identical: "dict[str, tuple[ElfFile, ElfFile]]") -> None:
-        self._alias = {os.path.realpath(new.host): old.host for old, new in identical.values()}
+        self._alias = {new.host: old.host for old, new in identical.values()}  # inventory hosts are real paths
 
     def canonical(self, host: str) -> str:
         return self._alias.get(os.path.realpath(host), host)
