@@ -160,8 +160,7 @@ def add_parity_steps(plan: Plan, baseline: str) -> None:
     quoted = shlex.quote(baseline)
     for cell in plan.include:
         device = "cpu" if cell.get("cuda", CPU) == CPU else "cuda"
-        name = "parity-" + "-".join(f"{k}{v}" if k != "cuda" or v != CPU else v for k, v in cell.items()
-                                    if k in DIMENSION_ORDER) + ".npz"
+        name = "parity-" + "-".join(f"{k}{v}" if k != "cuda" or v != CPU else v for k, v in cell.items()) + ".npz"
         cell["parity_record"] = (f"rcompat parity record --side r --device {device} --inputs {quoted} "
                                  f"--output {name}")
         cell["parity_compare"] = f"rcompat parity compare {quoted} {name}"
