@@ -81,7 +81,7 @@ def scan(args: argparse.Namespace) -> int:
 
 
 def ci_matrix(args: argparse.Namespace) -> int:
-    from rcompat.tools.cimatrix import describe_exclusions, parse_list, plan_matrix, render
+    from rcompat.tools.cimatrix import add_parity_steps, describe_exclusions, parse_list, plan_matrix, render
 
     dims = {"r": parse_list(args.r, "r"), "torch": parse_list(args.torch, "torch"),
             "cuda": parse_list(args.cuda, "cuda", allow_cpu=True), "keras": parse_list(args.keras, "keras"),
@@ -94,8 +94,6 @@ def ci_matrix(args: argparse.Namespace) -> int:
     plan = plan_matrix(dims, rules_path=_given_file(args.rules, "rules table"), cuda_tables=args.cuda_tables,
                        min_confidence=args.min_confidence)
     if args.parity_baseline is not None:
-        from rcompat.tools.cimatrix import add_parity_steps
-
         add_parity_steps(plan, args.parity_baseline)
     write_output(render(plan, args.format), args.output)
     if args.format == "github" and not args.quiet:
