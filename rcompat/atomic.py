@@ -38,11 +38,11 @@ def write_text_atomic(path: "str | os.PathLike[str]", text: str, encoding: str =
 
 
 @contextmanager
-def replaced_atomically(path: "str | os.PathLike[str]", suffix: str = ".tmp") -> Iterator[Path]:
+def replaced_atomically(path: "str | os.PathLike[str]") -> Iterator[Path]:
     """Yield a temp path next to `path` for a library to write (e.g. numpy.savez); on success it is
     synced and renamed onto `path`, on any error removed, so `path` is never half-written."""
     target = check_writable_target(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=suffix, dir=target.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     os.close(fd)
     try:
         yield Path(tmp)
