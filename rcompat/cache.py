@@ -53,6 +53,24 @@ def bypassed(active: bool = True) -> Iterator[None]:
             _bypass_depth -= 1
 
 
+def file_stamp(path: str) -> list[int] | None:
+    """[st_dev, st_ino, st_size, st_mtime_ns] of `path`: a file replaced or rewritten on disk gets a new
+    stamp; None when it cannot be stat()ed. A list, so it reads back from a JSON entry unchanged."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns]
+
+
+def file_identity(path: str) -> tuple[str, int, int, int, int]:
+    """(realpath, st_dev, st_ino, st_size, st_mtime_ns): the key of what is read from a file, so a file
+    replaced on disk is read again; (path, 0, 0, 0, 0) when it cannot be stat()ed (reading it then
+    reports why)."""
+    stamp = file_stamp(path)
+    return (path, 0, 0, 0, 0) if stamp is None else (os.path.realpath(path), *stamp)
+
+
 def entry_path(kind: str, name: str) -> Path:
     return default_cache_dir() / kind / name
 

@@ -48,11 +48,7 @@ def facts_key(nv: NvmlFacts, dist: Mapping[str, Any], env: Mapping[str, str]) ->
     location = dist.get("location") or ""
     files = {}
     for rel in ("version.py", "lib", *_native_extensions(location)):
-        try:
-            st = os.stat(os.path.join(location, rel))
-            files[rel] = [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns]
-        except OSError:
-            files[rel] = None
+        files[rel] = cache.file_stamp(os.path.join(location, rel))
     return json.loads(json.dumps({**cache_key(nv), "python_version": sys.version, "nvml": nv.status,
                                   "cuda_driver": nv.cuda_driver_version, "location": location,
                                   "files": files, "env": {k: env.get(k) for k in ENV_KEYS}}, default=str))

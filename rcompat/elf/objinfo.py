@@ -1,4 +1,5 @@
-"""The few facts the resolver needs from each file, read once and cached by (inode, mtime, size).
+"""The few facts the resolver needs from each file, read once and cached by its identity
+(rcompat.cache.file_identity: real path, device, inode, size, mtime).
 
 Keeping these small records instead of open ElfImages lets a resolution walk hundreds of libraries
 without holding their mappings open; symbol tables are read separately and only when asked.
@@ -9,6 +10,7 @@ import os
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from rcompat.cache import file_identity
 from rcompat.elf.reader import DT_FLAGS_1, ElfImage
 
 DF_1_NODEFLIB = 0x800
@@ -45,20 +47,10 @@ class ObjectInfo:
         return self.bits == other.bits and self.e_machine == other.e_machine
 
 
-def file_key(path: str) -> tuple[str, int, int, int]:
-    """(realpath, inode, mtime_ns, size): the cache key of what is read from a file, so a file
-    replaced on disk is read again; (path, 0, 0, 0) when it cannot be stat()ed (the read reports why)."""
-    try:
-        st = os.stat(path)
-        return os.path.realpath(path), st.st_ino, st.st_mtime_ns, st.st_size
-    except OSError:
-        return path, 0, 0, 0
-
-
 def read_object(path: "str | os.PathLike[str]") -> ObjectInfo:
     """Facts of one file (raises ElfError for anything that is not a readable ELF object)."""
     path = os.fspath(path)
-    info = _read_cached(file_key(path))
+    info = _read_cached(file_identity(path))
     if info.path != path:  # same file reached under another name: keep the name it was found under
         info = ObjectInfo(path, *[getattr(info, f) for f in _FIELDS[1:]])
     return info

@@ -23,6 +23,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Iterator
 
+from rcompat import cache
 from rcompat.elf.errors import ElfError
 from rcompat.elf.reader import SHN_UNDEF, ElfImage
 
@@ -127,7 +128,7 @@ def version_matches(d: Definition, version: str) -> bool:
 
 def symbol_index(path: "str | os.PathLike[str]") -> SymbolIndex:
     """The index of `path`, built once per process and kept on disk between runs (see module doc)."""
-    return _cached(file_identity(os.fspath(path)))
+    return _cached(cache.file_identity(os.fspath(path)))
 
 
 def readable_index(path: "str | os.PathLike[str]") -> SymbolIndex | None:
@@ -139,20 +140,8 @@ def readable_index(path: "str | os.PathLike[str]") -> SymbolIndex | None:
         return None
 
 
-def file_identity(path: str) -> tuple[str, int, int, int, int]:
-    """(realpath, st_dev, st_ino, st_size, st_mtime_ns): a file replaced or rewritten on disk gets a new
-    identity; (path, 0, 0, 0, 0) when it cannot be stat()ed (reading it then reports why)."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return path, 0, 0, 0, 0
-    return os.path.realpath(path), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
-
-
 @lru_cache(maxsize=512)
 def _cached(identity: tuple[str, int, int, int, int]) -> SymbolIndex:
-    from rcompat import cache
-
     use_disk = identity[1:] != (0, 0, 0, 0) and cache.enabled()
     entry = _entry_path(identity[0])
     if use_disk:
@@ -172,15 +161,11 @@ def build_index(path: "str | os.PathLike[str]") -> SymbolIndex:
 
 
 def _entry_path(realpath: str) -> Path:
-    from rcompat import cache
-
     return cache.entry_path("symindex", hashlib.sha256(realpath.encode("utf-8", "surrogateescape")).hexdigest()[:32])
 
 
 def _load(entry: Path, identity: tuple) -> SymbolIndex | None:
     """The stored index, or None when absent, unreadable, of another format, or of an older file."""
-    from rcompat import cache
-
     payload = cache.read_entry(entry, INDEX_FORMAT)
     if payload is None:
         return None

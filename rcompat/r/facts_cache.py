@@ -72,7 +72,7 @@ def facts_key(install: Mapping[str, str], env: Mapping[str, str], lib_paths: Seq
     cwd = os.getcwd()
     try:
         rpy2 = metadata.distribution("rpy2")
-        rpy2_id = [rpy2.version, _stamp(str(rpy2.locate_file("rpy2")))]
+        rpy2_id = [rpy2.version, cache.file_stamp(str(rpy2.locate_file("rpy2")))]
     except metadata.PackageNotFoundError:
         rpy2_id = None
     files = [str(scripts_dir() / "r_facts.R"), install.get("rscript", ""), install.get("r", ""),
@@ -83,21 +83,13 @@ def facts_key(install: Mapping[str, str], env: Mapping[str, str], lib_paths: Seq
     path_dirs = [d for d in env.get("PATH", "").split(os.pathsep) if d]
     return json.loads(json.dumps({
         "install": dict(install), "engine": engine, "hosted_by_r": hosted_by_r, "lib_paths": list(lib_paths or []),
-        "cwd": cwd, "rpy2": rpy2_id, "files": {f: _stamp(f) for f in files},
-        "path_dirs": {d: _stamp(d) for d in path_dirs},
+        "cwd": cwd, "rpy2": rpy2_id, "files": {f: cache.file_stamp(f) for f in files},
+        "path_dirs": {d: cache.file_stamp(d) for d in path_dirs},
         "env": {k: v for k, v in sorted(env.items()) if k.startswith(ENV_PREFIXES) or k in ENV_NAMES}}))
 
 
-def _stamp(path: str) -> list[int] | None:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns]
-
-
 def _stamps(dirs: Sequence[str]) -> dict[str, list[int] | None]:
-    return {d: _stamp(d) for d in dirs}
+    return {d: cache.file_stamp(d) for d in dirs}
 
 
 def _read(entry: Path, key: dict[str, Any]) -> dict[str, Any] | None:
