@@ -85,11 +85,9 @@ def coload_problems(side: Side) -> "tuple[list[str], dict] | None":
     lantern, python = pair
     prediction = coload([python], [lantern], ld_library_path=list(side.ld_library_path), root=side.root,
                         global_loaded=False)
-    base = side.root.host("/").rstrip("/")
     texts = [f.message for f in prediction.failures] + [h.message for h in prediction.hazards]
     if prediction.reverse is not None:
         texts += [f.message for f in prediction.reverse.failures] + [h.message for h in prediction.reverse.hazards]
-    texts = [t.replace(base + "/", "/") if base else t for t in texts]
     return list(dict.fromkeys(texts)), {"python": python, "lantern": lantern, "first_error": prediction.first_error}
 
 
