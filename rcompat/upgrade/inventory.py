@@ -30,7 +30,6 @@ class ElfFile:
 
 @dataclass
 class Inventory:
-    root: str  # host directory of the root
     objects: dict[str, ElfFile]  # in-root path -> object
 
     def __len__(self) -> int:
@@ -57,7 +56,7 @@ def inventory(root_dir: str, is_host: bool = False) -> Inventory:
                 continue
             inside = "/" + os.path.relpath(host, root_dir) if root_dir != "/" else host
             objects[inside] = ElfFile(inside, host, st.st_size, (st.st_dev, st.st_ino))
-    return Inventory(root_dir, objects)
+    return Inventory(objects)
 
 
 def _may_be_object(name: str, mode: int) -> bool:

@@ -30,7 +30,6 @@ from rcompat.upgrade.image import DirContainer, TarContainer, is_image_dir, read
 from rcompat.upgrade.layers import Tally, apply_layer, human_size
 from rcompat.upgrade.safety import RootWriter, is_empty_dir
 
-KINDS = ("directory", "docker-archive", "oci-layout", "host")
 # This machine's variables that steer which libraries load (what an image's config Env would say).
 HOST_ENV = ("PATH", "LD_LIBRARY_PATH", "LD_PRELOAD", "CUDA_HOME", "CUDA_PATH", "CUDA_VISIBLE_DEVICES",
             "NVIDIA_VISIBLE_DEVICES", "PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "CONDA_PREFIX",
@@ -42,7 +41,7 @@ _COMPRESSED = ((b"\x1f\x8b", "gzip", "gunzip -k"), (b"\x28\xb5\x2f\xfd", "zstd",
 @dataclass
 class Source:
     root: str  # a host directory that is the merged root filesystem ("/" for this machine)
-    kind: str  # one of KINDS
+    kind: str  # "directory" | "docker-archive" | "oci-layout" | "host"
     label: str  # what findings call it: the tarball's name and tags, or the directory
     env: dict[str, str] = field(default_factory=dict)  # the image config's Env
     layers: list[dict] = field(default_factory=list)  # layer, media_type, size, members, taken

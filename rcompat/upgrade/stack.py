@@ -48,9 +48,6 @@ class Stack:
         comp = self.components.get(name)
         return comp.version if comp else None
 
-    def to_dict(self) -> dict:
-        return {name: c.to_dict() for name, c in self.components.items()}
-
 
 @functools.lru_cache(maxsize=1)
 def places() -> dict[str, tuple[str, ...]]:
