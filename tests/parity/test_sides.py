@@ -45,11 +45,8 @@ def test_r_side_through_the_stand_in_agrees_with_pytorch(ph, records, stand_in_l
     assert "side (R torch vs PyTorch) (python vs r)" in f["PARITY-ENV"]["message"]
 
 
+@pytest.mark.usefixtures("rscript")
 def test_r_side_without_torch_is_a_one_line_error(ph, records, tmp_path):
-    import shutil
-
-    if not shutil.which("Rscript"):
-        pytest.skip("Rscript not installed")
     out = tmp_path / "none.npz"
     proc = ph.run_cli("parity", "record", "--side", "r", "-o", str(out), env={"R_LIBS": str(tmp_path)})
     if proc.returncode == 1:  # this machine has a real R torch after all
