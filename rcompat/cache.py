@@ -91,6 +91,31 @@ def read_entry(path: Path, fmt: int) -> bytes | None:
     return payload
 
 
+def read_json(path: Path, fmt: int, key: object) -> dict | None:
+    """The object write_json stored for `key` (its other fields beside "key"); None when the entry is
+    missing, corrupt, of another format, not a JSON object, or written for another key (compared as
+    JSON: a tuple in `key` matches the list it was stored as)."""
+    import json
+
+    payload = read_entry(path, fmt)
+    if payload is None:
+        return None
+    try:
+        data = json.loads(payload)
+    except ValueError:
+        return None
+    if not isinstance(data, dict) or data.get("key") != json.loads(json.dumps(key, default=str)):
+        return None
+    return data
+
+
+def write_json(path: Path, fmt: int, key: object, data: Mapping[str, object]) -> bool:
+    """write_entry of the JSON object {"key": key, **data} (what JSON cannot hold is written as str)."""
+    import json
+
+    return write_entry(path, fmt, json.dumps({"key": key, **data}, default=str).encode("utf-8"))
+
+
 def write_entry(path: Path, fmt: int, payload: bytes) -> bool:
     """Write atomically; False (and nothing half-written) when the cache directory is not writable:
     a read-only home costs speed, never the answer."""

@@ -9,7 +9,6 @@ $XDG_CACHE_HOME/rcompat/torch/facts.json behind rcompat.cache's checked header.
 """
 from __future__ import annotations
 
-import json
 import os
 import sys
 from typing import Any, Mapping
@@ -37,8 +36,7 @@ def cached_probe_torch(nv: NvmlFacts, timeout: float = 60.0,
         return {**stored, "from_cache": True}
     facts = probe_torch(timeout=timeout, env=env)
     if facts.get("status") == "ok":
-        payload = json.dumps({"key": key, "facts": facts}, default=str).encode("utf-8")
-        cache.write_entry(entry, FACTS_FORMAT, payload)
+        cache.write_json(entry, FACTS_FORMAT, key, {"facts": facts})
     return facts
 
 
@@ -49,9 +47,8 @@ def facts_key(nv: NvmlFacts, dist: Mapping[str, Any], env: Mapping[str, str]) ->
     files = {}
     for rel in ("version.py", "lib", *_native_extensions(location)):
         files[rel] = cache.file_stamp(os.path.join(location, rel))
-    return json.loads(json.dumps({**cache_key(nv), "python_version": sys.version, "nvml": nv.status,
-                                  "cuda_driver": nv.cuda_driver_version, "location": location,
-                                  "files": files, "env": {k: env.get(k) for k in ENV_KEYS}}, default=str))
+    return {**cache_key(nv), "python_version": sys.version, "nvml": nv.status, "cuda_driver": nv.cuda_driver_version,
+            "location": location, "files": files, "env": {k: env.get(k) for k in ENV_KEYS}}
 
 
 def _native_extensions(location: str) -> list[str]:
@@ -62,13 +59,6 @@ def _native_extensions(location: str) -> list[str]:
 
 
 def _read(entry, key: dict[str, Any]) -> dict[str, Any] | None:
-    payload = cache.read_entry(entry, FACTS_FORMAT)
-    if payload is None:
-        return None
-    try:
-        data = json.loads(payload)
-        if data["key"] != key or data["facts"].get("status") != "ok":
-            return None
-        return dict(data["facts"])
-    except (ValueError, KeyError, TypeError, AttributeError):
-        return None
+    data = cache.read_json(entry, FACTS_FORMAT, key)
+    facts = None if data is None else data.get("facts")
+    return dict(facts) if isinstance(facts, dict) and facts.get("status") == "ok" else None

@@ -14,7 +14,6 @@ $XDG_CACHE_HOME/rcompat/r/facts.json behind rcompat.cache's checked header.
 """
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -57,9 +56,8 @@ def cached_probe(timeout: float | None = None, lib_paths: Sequence[str] | None =
     facts = probe(timeout=timeout, lib_paths=lib_paths, env=env, engine=engine)
     if facts.available and not facts.errors and facts.rpy2.get("ok", True) and facts.reticulate:
         data = facts.to_dict()
-        payload = {"key": key, "libraries": _stamps(facts.lib_paths),
-                   "facts": {name: data[name] for name in (*CACHED_FIELDS, "packages")}}
-        cache.write_entry(entry, FACTS_FORMAT, json.dumps(payload, default=str).encode("utf-8"))
+        cache.write_json(entry, FACTS_FORMAT, key, {"libraries": _stamps(facts.lib_paths),
+                                                    "facts": {name: data[name] for name in (*CACHED_FIELDS, "packages")}})
     return facts
 
 
@@ -81,11 +79,11 @@ def facts_key(install: Mapping[str, str], env: Mapping[str, str], lib_paths: Seq
              *(env[v] for v in ("R_ENVIRON_USER", "R_PROFILE_USER") if env.get(v)),
              os.path.join(env.get("PYENV_ROOT") or os.path.join(home, ".pyenv"), "version")]
     path_dirs = [d for d in env.get("PATH", "").split(os.pathsep) if d]
-    return json.loads(json.dumps({
+    return {
         "install": dict(install), "engine": engine, "hosted_by_r": hosted_by_r, "lib_paths": list(lib_paths or []),
         "cwd": cwd, "rpy2": rpy2_id, "files": {f: cache.file_stamp(f) for f in files},
         "path_dirs": {d: cache.file_stamp(d) for d in path_dirs},
-        "env": {k: v for k, v in sorted(env.items()) if k.startswith(ENV_PREFIXES) or k in ENV_NAMES}}))
+        "env": {k: v for k, v in sorted(env.items()) if k.startswith(ENV_PREFIXES) or k in ENV_NAMES}}
 
 
 def _stamps(dirs: Sequence[str]) -> dict[str, list[int] | None]:
@@ -93,16 +91,12 @@ def _stamps(dirs: Sequence[str]) -> dict[str, list[int] | None]:
 
 
 def _read(entry: Path, key: dict[str, Any]) -> dict[str, Any] | None:
-    payload = cache.read_entry(entry, FACTS_FORMAT)
-    if payload is None:
+    data = cache.read_json(entry, FACTS_FORMAT, key)
+    if data is None:
         return None
-    try:
-        data = json.loads(payload)
-        if data["key"] != key or data["libraries"] != json.loads(json.dumps(_stamps(list(data["libraries"])))):
-            return None
-        facts = data["facts"]
-        if not all(name in facts for name in (*CACHED_FIELDS, "packages")):
-            return None
-        return facts
-    except (ValueError, KeyError, TypeError, AttributeError):
+    libraries, facts = data.get("libraries"), data.get("facts")
+    if not isinstance(libraries, dict) or libraries != _stamps(list(libraries)):
+        return None  # a library directory changed: a package was installed, upgraded or removed
+    if not isinstance(facts, dict) or not all(name in facts for name in (*CACHED_FIELDS, "packages")):
         return None
+    return facts
