@@ -3,9 +3,9 @@ fails; what was already broken in OLD is one `warn` marked pre-existing."""
 from __future__ import annotations
 
 import os
-import re
 
 from rcompat.model import Finding, Status
+from rcompat.upgrade.stack_checks import slug
 
 AREA = "upgrade"
 SOURCE_REBIND = "rcompat upgrade: static rebinding (ld.so rules: glibc elf/dl-load.c, dl-lookup.c, dl-version.c)"
@@ -145,8 +145,7 @@ def drift_findings(drifts: list) -> list[Finding]:
         status = Status.FAIL if hits else Status.OK
         message = summary + (f"; {d.hits} of them hit carried objects — " + " | ".join(hits) if hits
                              else f"; none hits the {len(d.dependents)} carried object(s) that link it")
-        slug = re.sub(r"[^A-Z0-9]+", "-", d.soname.split(".so")[0].upper()).strip("-")
-        out.append(Finding(f"UPGRADE-ABI-{slug}", AREA, status,
+        out.append(Finding(f"UPGRADE-ABI-{slug(d.soname.split('.so')[0])}", AREA, status,
                            f"ABI drift of {d.soname}: {d.verdict}", message=message,
                            remedy="Rebuild the carried objects named above against NEW's library" if hits else "",
                            evidence={"old": d.old, "new": d.new, "counts": c, "dependents": d.dependents},

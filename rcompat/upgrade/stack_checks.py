@@ -13,7 +13,8 @@ SOURCE_STACK = "rcompat upgrade: stack read from files (version nodes, dist-info
 BACKWARD_COMPATIBLE = ("glibc", "libstdc++")
 
 
-def _slug(name: str) -> str:
+def slug(name: str) -> str:
+    """The part of a finding id a name gives (upper case, runs of other characters as one dash)."""
     return re.sub(r"[^A-Z0-9]+", "-", name.upper()).strip("-")
 
 
@@ -46,7 +47,7 @@ def stack_findings(old: Stack, new: Stack) -> list[Finding]:
             message = f"{name}: removed in NEW (OLD had {before})"
         else:
             message = f"{name}: {before} → {after}"
-        out.append(Finding(f"UPGRADE-STACK-{_slug(name)}", AREA, status, message, message=_where(a, b),
+        out.append(Finding(f"UPGRADE-STACK-{slug(name)}", AREA, status, message, message=_where(a, b),
                            remedy=remedy if status is not Status.OK else "", evidence=evidence,
                            source=SOURCE_STACK, confidence="high"))
     if same:
