@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from collections import namedtuple
 from collections.abc import Iterator, Sequence
-from operator import itemgetter, not_
+from operator import and_, itemgetter, not_, or_
 
 from rcompat.elf.reader import (BIND_OF_INFO, SHN_ABS, SHN_COMMON, SHN_LORESERVE, SHN_UNDEF, TYPE_OF_INFO,
                                 VERSYM_HIDDEN, VISIBILITY_OF_OTHER, ElfImage, RawSymbols)
@@ -84,16 +84,8 @@ class SymbolList(Sequence):
         """Indexes of the rows of `table` left out (few when defined is True or None)."""
         from itertools import compress
 
-        table = self.table
-        if self.defined is None:
-            left = []
-        else:
-            left = compress(range(len(table.names)), map(not_, table.shndx) if self.defined else table.shndx)
-        infos = set(table.infos)
-        if any(i & 0xF in (STT_SECTION, STT_FILE) for i in infos):
-            hidden = {i for i in infos if i & 0xF in (STT_SECTION, STT_FILE)}
-            return sorted({*left, *compress(range(len(table.names)), map(hidden.__contains__, table.infos))})
-        return list(left)
+        left_out = _row_mask(self.table, self.defined, listed=False)
+        return [] if left_out is None else list(compress(range(len(self.table.names)), left_out))
 
     @property
     def raw(self) -> RawSymbols:
@@ -232,16 +224,25 @@ def _selected_rows(raw: RawSymbols, defined: bool | None) -> list[int] | None:
     """Indexes of the rows to list, or None for all of them."""
     from itertools import compress
 
+    kept = _row_mask(raw, defined, listed=True)
+    if kept is None:
+        return None
     n = len(raw.names)
-    rows = range(n)
-    if defined is not None:
-        rows = compress(rows, map(bool, raw.shndx) if defined else map(SHN_UNDEF.__eq__, raw.shndx))
-    infos = set(raw.infos)
-    listed = {i for i in infos if i & 0xF not in (STT_SECTION, STT_FILE)}
-    if listed != infos:  # section and file symbols are left out, as nm does without -a
-        rows = [i for i in rows if raw.infos[i] in listed]
-    keep = list(rows)
+    keep = list(compress(range(n), kept))
     return None if len(keep) == n else keep
+
+
+def _row_mask(raw: RawSymbols, defined: bool | None, listed: bool):
+    """Per row of `raw`, whether the listing keeps it (listed=True) or leaves it out (listed=False), as
+    an iterator of truth values; None when it keeps every row. Section and file symbols are left out,
+    as nm does without -a."""
+    by_definedness = None if defined is None else map(bool if defined == listed else not_, raw.shndx)
+    infos = set(raw.infos)
+    hidden = {i for i in infos if i & 0xF in (STT_SECTION, STT_FILE)}
+    if not hidden:
+        return by_definedness
+    by_kind = map((infos - hidden if listed else hidden).__contains__, raw.infos)
+    return by_kind if by_definedness is None else map(and_ if listed else or_, by_definedness, by_kind)
 
 
 def _pick_rows(raw: RawSymbols, keep: list[int]) -> RawSymbols:
