@@ -110,11 +110,13 @@ def _plain(text: str) -> bool:
 def _suffixes(syms, keys: list[int], names: list[str], after: str, escape=None) -> list[str]:
     """`@@VER`, `@VER` or "" of each row, then `after` (`escape`: how a suffix is quoted, e.g. json.dumps).
     A version node's own symbol (a defined symbol named like its own version) gets no suffix."""
+    from rcompat.elf.symbols import decorate  # not at the top: that would shadow rcompat.elf.symbols()
+
     suffix, node_of = {}, {}
     for key in set(keys):
         ndx, vs = key >> 16 & 0xFFFF, key >> 32
         version, file = syms.version_labels.get(vs & 0x7FFF, ("", ""))
-        text = "" if not version else ("@@" if ndx and not vs & 0x8000 and not file else "@") + version
+        text = decorate("", version, bool(vs & 0x8000), bool(ndx), file)
         suffix[key] = (escape(text)[1:-1] if escape else text) + after
         if version and ndx and not file:
             node_of[key] = version
