@@ -236,10 +236,14 @@ class ElfImage:
         with memoryview(self.data) as whole, whole[sec.offset:sec.offset + sec.size] as view:
             return str(view, "latin-1")
 
-    def _linked_strtab(self, sec: Section) -> bytes:
+    def _linked(self, sec: Section) -> Section:
+        """The section `sec` links to (its string table)."""
         if sec.link >= len(self.sections):
             raise ElfError(self.path, f"section {sec.name} links to missing section {sec.link}", sec.offset)
-        return self.section_bytes(self.sections[sec.link])
+        return self.sections[sec.link]
+
+    def _linked_strtab(self, sec: Section) -> bytes:
+        return self.section_bytes(self._linked(sec))
 
     # -- dynamic section ---------------------------------------------------------------------
     @cached_property
@@ -340,9 +344,7 @@ class ElfImage:
         sec = self.section_by_type("SHT_DYNSYM")
         if sec is None:
             return RawSymbols()
-        if sec.link >= len(self.sections):
-            raise ElfError(self.path, f"section {sec.name} links to missing section {sec.link}", sec.offset)
-        strtab = self._latin1(self.sections[sec.link])
+        strtab = self._latin1(self._linked(sec))
         ent = 24 if self.bits == 64 else 16  # sizeof(Elf64_Sym), sizeof(Elf32_Sym)
         raw = self.section_bytes(sec)
         count = len(raw) // ent
