@@ -21,8 +21,7 @@ from dataclasses import dataclass, field
 
 from rcompat.errors import UsageError
 from rcompat.upgrade.inventory import ElfFile
-from rcompat.upgrade.side import Side
-from rcompat.upgrade.stack import driver_libraries
+from rcompat.upgrade.side import Side, lacking
 
 
 @dataclass
@@ -49,7 +48,6 @@ def select(old: Side, new: Side, identical: dict[str, tuple[ElfFile, ElfFile]], 
 
     out = Carried(identical)
     total = len(identical)
-    driver = driver_libraries()  # the driver brings them at run time: never missing from a root
     wanted = []
     for inside in carry:
         inside = "/" + inside.strip("/")
@@ -68,8 +66,8 @@ def select(old: Side, new: Side, identical: dict[str, tuple[ElfFile, ElfFile]], 
         new_paths = closure_paths(new, after)
         same_paths = closure_paths(old, before) == new_paths
         same_bytes = all(p in identical for p in new_paths[1:])
-        missing_before = sorted(m.name for m in before.missing if m.name not in driver)
-        missing_after = sorted(m.name for m in after.missing if m.name not in driver)
+        missing_before = sorted(m.name for m in lacking(before))
+        missing_after = sorted(m.name for m in lacking(after))
         if same_paths and same_bytes and missing_before == missing_after:
             out.unchanged.append(inside)
             if missing_after:

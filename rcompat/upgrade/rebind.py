@@ -13,8 +13,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from rcompat.upgrade.side import SharedIndexes, Side
-from rcompat.upgrade.stack import driver_libraries
+from rcompat.upgrade.side import SharedIndexes, Side, lacking
 
 
 @dataclass
@@ -82,10 +81,7 @@ def rebind(inside: str, how: str, old: Side, new: Side, indexes: SharedIndexes) 
     out.new_links = {n.info.name: n.path for n in new_res.nodes[1:]}
     out.old_links = {n.info.name: n.path for n in old_res.nodes[1:]}
     old_missing = {m.name for m in old_res.missing}
-    driver = driver_libraries()
-    for m in new_res.missing:
-        if m.name in driver:
-            continue  # the driver provides it at run time (rcompat/data/upgrade_stack.toml)
+    for m in lacking(new_res):
         lib = MissingLib(m.name, m.needed_by, m.searched_dirs)
         (out.pre_missing if m.name in old_missing else out.missing).append(lib)
     _versions(out, old_res, new_res, old, new)

@@ -11,7 +11,7 @@ import posixpath
 from dataclasses import dataclass, field
 
 from rcompat.upgrade.inventory import ElfFile, Inventory
-from rcompat.upgrade.stack import Stack
+from rcompat.upgrade.stack import Stack, driver_libraries
 
 
 @dataclass
@@ -42,6 +42,13 @@ class Side:
     def show(self, host: str) -> str:
         """The in-root path of a host path (what a finding names)."""
         return self.root.inside(host)
+
+
+def lacking(res) -> list:
+    """The libraries resolution `res` cannot find, less those the NVIDIA driver brings at run time
+    (rcompat/data/upgrade_stack.toml): a root never holds them, so they are not missing from it."""
+    driver = driver_libraries()
+    return [m for m in res.missing if m.name not in driver]
 
 
 def overlay(side: Side, files: "dict[str, str]") -> Side:

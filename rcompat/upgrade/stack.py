@@ -62,10 +62,10 @@ def places() -> dict[str, tuple[str, ...]]:
 @functools.lru_cache(maxsize=1)
 def driver_libraries() -> dict[str, str]:
     """soname -> source of the libraries the NVIDIA driver brings at run time (never in an image)."""
-    from rcompat.data import load_toml
+    from rcompat.data import cached_toml
 
     return {row["soname"]: row["source"]
-            for row in load_toml("upgrade_stack.toml", "driver_library", required=("soname", "source"))}
+            for row in cached_toml("upgrade_stack.toml", "driver_library", required=("soname", "source"))}
 
 
 class _Finder:
