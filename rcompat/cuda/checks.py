@@ -1,7 +1,8 @@
 """The cuda area of `rcompat doctor`: driver, GPUs, torch's CUDA, libraries on disk, the matrix, device.
 
-Facts are gathered once per run (ctx.memo("cuda.facts")) and recorded in ctx.facts["cuda"]; the
-torch child's part is its own memo ("torch.facts"), started before this area waits for R's facts. R torch's
+Facts are gathered once per run (ctx.memo("cuda.facts")) and recorded in ctx.facts["cuda"]; NVML's
+answer is its own memo ("nvml.facts"), read by the torch cache's key and the findings alike; the torch
+child's part is its own memo ("torch.facts"), started before this area waits for R's facts. R torch's
 side comes from the R engine's shared facts when that engine is present; this area never starts R on
 its own. ctx.options read here: "nvml" (a pynvml-like module, for tests), "cuda_tables" (a directory
 overriding the packaged tables).
@@ -11,6 +12,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from rcompat.cuda.facts import CudaFacts, gather
+from rcompat.cuda.nvml import NvmlFacts, probe_nvml
 from rcompat.r.checks import shared_r_facts
 from rcompat.model import Finding, Status
 
@@ -19,20 +21,23 @@ TITLE = "NVIDIA driver, GPUs, CUDA libraries and frameworks"
 NVML_SOURCE = "NVIDIA NVML API (nvmlSystemGetCudaDriverVersion_v2; REFERENCE.md)"
 
 
+def nvml_facts(ctx) -> NvmlFacts:
+    """What NVML says, asked once per run: the torch cache's key and the findings read the same answer."""
+    return ctx.memo("nvml.facts", lambda: probe_nvml(ctx.options.get("nvml")))
+
+
 def torch_facts(ctx) -> dict:
     """The torch child's facts, once per run for every torch question (CUDA-TORCH, the matrix, the
     device choice), and from the cache between runs (rcompat.cuda.torch_cache)."""
-    from rcompat.cuda.nvml import probe_nvml
     from rcompat.cuda.torch_cache import cached_probe_torch
 
-    return ctx.memo("torch.facts", lambda: cached_probe_torch(probe_nvml(ctx.options.get("nvml")),
-                                                              timeout=ctx.timeout))
+    return ctx.memo("torch.facts", lambda: cached_probe_torch(nvml_facts(ctx), timeout=ctx.timeout))
 
 
 def cuda_facts(ctx) -> CudaFacts:
     def produce() -> CudaFacts:
         torch = torch_facts(ctx)  # first: the torch child runs while the r area is still probing R
-        facts = gather(nvml=ctx.options.get("nvml"), timeout=ctx.timeout, r_facts=shared_r_facts(ctx),
+        facts = gather(nvml_facts=nvml_facts(ctx), timeout=ctx.timeout, r_facts=shared_r_facts(ctx),
                        with_torch=False)
         facts.torch = torch
         ctx.facts["cuda"] = facts.to_dict()
