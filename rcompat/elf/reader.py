@@ -27,6 +27,9 @@ from pathlib import Path
 from rcompat.elf.errors import ElfError, NotElfError
 
 ELF_MAGIC = b"\x7fELF"
+# Elf64_Ehdr / Elf32_Ehdr after e_ident (offset 16): e_type, e_machine, e_version, e_entry, e_phoff,
+# e_shoff, e_flags, e_ehsize, e_phentsize, e_phnum, e_shentsize, e_shnum, e_shstrndx.
+EHDR_FORMATS = {64: "HHIQQQIHHHHHH", 32: "HHIIIIIHHHHHH"}
 SHN_UNDEF, SHN_ABS, SHN_COMMON, SHN_LORESERVE, SHN_XINDEX = 0, 0xFFF1, 0xFFF2, 0xFF00, 0xFFFF
 SHT_NOBITS = 8
 VERSYM_HIDDEN = 0x8000
@@ -156,7 +159,7 @@ class ElfImage:
         self.bits = 64 if ei_class == 2 else 32
         self.endian = "<" if ei_data == 1 else ">"
         self._need(0, 64 if self.bits == 64 else 52, "ELF header")
-        fmt = self.endian + ("HHIQQQIHHHHHH" if self.bits == 64 else "HHIIIIIHHHHHH")
+        fmt = self.endian + EHDR_FORMATS[self.bits]
         (self.e_type, self.e_machine, _version, self.entry, self.phoff, self.shoff, self.e_flags, _ehsize,
          self.phentsize, self.phnum, self.shentsize, self.shnum, self.shstrndx) = struct.unpack_from(fmt, self.data, 16)
 
