@@ -30,18 +30,19 @@ LOADER = "/lib64/ld-linux-x86-64.so.2"
 
 
 @pytest.fixture(scope="session")
-def rlibs(gcc, tmp_path_factory, elf_build, load_helper):
+def rlibs(gcc, tmp_path_factory, libs, load_helper):
     """The compiled root fixtures, plus `hostside`: an absolute host directory the RPATH fixture names,
-    holding libwhich.so #1 on the host (a root holds another copy at the same in-root path)."""
+    holding libwhich.so #1 on the host (a root holds another copy at the same in-root path), and three
+    of the session's fixtures/elf libraries (placed in roots by hard link or copy, never changed)."""
     build = load_helper("elf_root_build", REPO / "fixtures/elf/root/build.py")
     base = tmp_path_factory.mktemp("root-fixtures")
     hostside = base / "hostside"
-    libs = build.build_root_fixtures(base / "build", str(hostside))
+    built = build.build_root_fixtures(base / "build", str(hostside))
     hostside.mkdir()
-    shutil.copy(libs["which1"], hostside / "libwhich.so")
-    libs["hostside"] = hostside
-    libs.update({k: v for k, v in elf_build.build_all(base / "elf").items() if k in ("core_v1", "core_v2", "user")})
-    return libs
+    shutil.copy(built["which1"], hostside / "libwhich.so")
+    built["hostside"] = hostside
+    built.update({k: v for k, v in libs.items() if k in ("core_v1", "core_v2", "user")})
+    return built
 
 
 def place(root: Path, inside: str, source) -> Path:
