@@ -1,7 +1,9 @@
-"""What the benchmarks share: the torch wheel's libraries (found the way the doctor finds them) and a
-best-of-N timer."""
+"""What the benchmarks share: the torch wheel's libraries (found the way the doctor finds them), a
+best-of-N timer, a whole-process timer and what collect_env says of torch."""
 from __future__ import annotations
 
+import re
+import subprocess
 import time
 from typing import Callable
 
@@ -24,6 +26,25 @@ def best_of(n: int, fn: Callable[[], object]) -> float:
         fn()
         times.append(time.perf_counter() - t)
     return min(times)
+
+
+def timed(argv: list[str], env: dict[str, str] | None = None, timeout: float = 600) -> tuple[float, str]:
+    """Seconds the whole process `argv` took, and its stdout; exits when it fails (1 is allowed: a
+    failing finding is still a report)."""
+    start = time.perf_counter()
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env)
+    elapsed = time.perf_counter() - start
+    if done.returncode not in (0, 1):
+        raise SystemExit(f"{' '.join(argv)} exited {done.returncode}: {done.stderr[-2000:]}")
+    return elapsed, done.stdout
+
+
+def collect_env_torch(text: str) -> tuple[str, str | None]:
+    """(torch version, CUDA build) from `python -m torch.utils.collect_env`'s output; the CUDA build is
+    None for a CPU-only torch (collect_env writes "None" or "Could not collect")."""
+    version = re.search(r"^PyTorch version: (\S+)", text, re.M).group(1)
+    cuda = re.search(r"^CUDA used to build PyTorch: (.+)$", text, re.M).group(1).strip()
+    return version, None if cuda in ("None", "Could not collect") else cuda
 
 
 def record(benchmark: str, what: str, rcompat_s: float, tool: str, tool_s: float,

@@ -11,37 +11,23 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
-import subprocess
 import sys
-import time
 
-from _common import record  # benchmarks/ is sys.path[0] when a benchmark runs
-
-
-def timed(argv: list[str]) -> tuple[float, str]:
-    t = time.perf_counter()
-    out = subprocess.run(argv, capture_output=True, text=True, timeout=300)
-    return time.perf_counter() - t, out.stdout
+from _common import collect_env_torch, record, timed  # benchmarks/ is sys.path[0] when a benchmark runs
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description="rcompat cuda probe vs torch.utils.collect_env")
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
-    theirs = [timed([sys.executable, "-m", "torch.utils.collect_env"]) for _ in range(args.repeat)]
-    ours = [timed([sys.executable, "-m", "rcompat", "cuda", "probe", "--no-r", "--format", "json"])
+    theirs = [timed([sys.executable, "-m", "torch.utils.collect_env"], timeout=300) for _ in range(args.repeat)]
+    ours = [timed([sys.executable, "-m", "rcompat", "cuda", "probe", "--no-r", "--format", "json"], timeout=300)
             for _ in range(args.repeat)]
     collect_s, collect_out = min(theirs)
     rcompat_s, rcompat_out = min(ours)
     torch = json.loads(rcompat_out)["torch"]
-    version = re.search(r"^PyTorch version: (\S+)", collect_out, re.M).group(1)
-    cuda = re.search(r"^CUDA used to build PyTorch: (.+)$", collect_out, re.M).group(1).strip()
-    if cuda in ("None", "Could not collect"):  # how collect_env writes a CPU-only build
-        cuda = None
+    version, cuda = collect_env_torch(collect_out)
     same = version == torch["version"] and cuda == torch["cuda"]
-    print(f"python -m torch.utils.collect_env   {collect_s:6.2f} s")
-    print(f"rcompat cuda probe --no-r           {rcompat_s:6.2f} s   ratio {rcompat_s / collect_s:.2f}x")
     print(f"same torch version and CUDA build: {same} (torch {version}, CUDA {cuda})")
     record("bench_collect_env", "cuda probe --no-r (torch build, CUDA, driver)", rcompat_s,
            "python -m torch.utils.collect_env", collect_s,

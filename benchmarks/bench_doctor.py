@@ -15,24 +15,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
-import subprocess
 import sys
 import tempfile
-import time
 
-from _common import record  # benchmarks/ is sys.path[0] when a benchmark runs
+from _common import collect_env_torch, record, timed  # benchmarks/ is sys.path[0] when a benchmark runs
 
 GOAL = 1.5
-
-
-def timed(argv: list[str], env: dict[str, str] | None = None) -> tuple[float, str]:
-    start = time.perf_counter()
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=600, env=env)
-    elapsed = time.perf_counter() - start
-    if done.returncode not in (0, 1):  # 1: a failing finding is still a report
-        raise SystemExit(f"{' '.join(argv)} exited {done.returncode}: {done.stderr[-2000:]}")
-    return elapsed, done.stdout
 
 
 def baseline() -> tuple[float, str]:
@@ -67,9 +55,7 @@ def main() -> int:
     record("doctor", "rcompat doctor --no-cache", cold_s, tool, theirs_s, goal=GOAL,
            note="all areas, nothing cached")
     torch = json.loads(warm_out)["facts"]["cuda"]["torch"]
-    version = re.search(r"^PyTorch version: (\S+)", collect_out, re.M).group(1)
-    cuda = re.search(r"^CUDA used to build PyTorch: (.+)$", collect_out, re.M).group(1).strip()
-    cuda = None if cuda in ("None", "Could not collect") else cuda
+    version, cuda = collect_env_torch(collect_out)
     same = version == torch.get("version") and cuda == torch.get("cuda")
     print(f"same torch version and CUDA build: {same} (torch {version}, CUDA {cuda})")
     return 0 if same and ok else 1
