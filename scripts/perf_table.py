@@ -112,6 +112,11 @@ def read_results(path: Path) -> tuple[dict | None, list[dict], list[str]]:
     return machine, rows, failed
 
 
+def missed_goals(rows: list[dict]) -> list[dict]:
+    """The rows that have a goal and missed it."""
+    return [r for r in rows if r["goal"] is not None and not r["ok"]]
+
+
 def render(machine: dict | None, rows: list[dict], failed: list[str], command: str) -> str:
     """docs/performance.md: the ratios table, the machine, the regenerating command."""
     out = ["# Performance", "",
@@ -132,7 +137,7 @@ def render(machine: dict | None, rows: list[dict], failed: list[str], command: s
                    f"{r['tool_s']:.3f} s | {r['ratio']:.2f}× | {goal} | {met} |")
     if not rows:
         out.append("| — | no results | | | | | | |")
-    missed = [r for r in rows if r["goal"] is not None and not r["ok"]]
+    missed = missed_goals(rows)
     out += [""]
     if failed or missed:
         out.append("**Not all met:** " + "; ".join(
@@ -187,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write(f"perf_table: error: {exc}\n")
         return 2
     print(f"wrote {args.output}")
-    return 1 if failed or any(r["goal"] is not None and not r["ok"] for r in rows) else 0
+    return 1 if failed or missed_goals(rows) else 0
 
 
 if __name__ == "__main__":
