@@ -137,8 +137,12 @@ def candidate_dirs(root: "Root | str | None" = None) -> list[str]:
         seen_in_root: dict[str, str] = {}
         for pattern in ROOT_CANDIDATE_DIRS:
             for d in fs.glob(pattern):
-                if fs.isdir(d):
-                    seen_in_root.setdefault(fs.host(d), d)
+                try:
+                    host = fs.host(d)  # once: Root.isdir would resolve the path a second time
+                except ElfError:
+                    continue
+                if os.path.isdir(host):
+                    seen_in_root.setdefault(host, d)
         return list(seen_in_root.values())
     dirs = ["/usr/lib/x86_64-linux-gnu", "/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib", "/usr/local/lib",
             "/usr/lib/R/lib", os.path.join(sys.prefix, "lib"), os.path.join(sys.base_prefix, "lib")]
