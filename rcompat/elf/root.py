@@ -104,14 +104,34 @@ class Root:
             return False
 
     def glob(self, pattern: str) -> list[str]:
-        """In-root paths matching the absolute shell pattern, never leaving the root."""
+        """In-root paths matching the absolute shell pattern (wildcards per component), each component
+        resolved inside the root, so a symlink met on the way never leads out of it."""
         if self.is_host:
             import glob
 
             return sorted(glob.glob(pattern))
-        from rcompat.elf.ldconf import glob_inside
+        import fnmatch
 
-        return glob_inside(self, pattern)
+        found = ["/"]
+        for part in [p for p in pattern.split("/") if p]:
+            step: list[str] = []
+            for base in found:
+                if not any(c in part for c in "*?["):
+                    candidate = posixpath.join(base, part)
+                    try:
+                        if os.path.exists(self.host(candidate)):
+                            step.append(candidate)
+                    except ElfError:
+                        pass
+                    continue
+                try:
+                    names = sorted(os.listdir(self.host(base)))
+                except (OSError, ElfError):
+                    continue
+                step += [posixpath.join(base, n) for n in names
+                         if fnmatch.fnmatchcase(n, part) and (part.startswith(".") or not n.startswith("."))]
+            found = step
+        return found
 
     # -- loader cache ----------------------------------------------------------------------------
     def ld_cache(self, cache_path: str = DEFAULT_CACHE) -> LdCache:
