@@ -16,9 +16,7 @@ import re
 from typing import TYPE_CHECKING, Iterable, Sequence
 
 from rcompat.elf.abi_impact import assess_dependent
-from rcompat.elf.abi_types import (EXIT_ABI_CHANGE, EXIT_INCOMPATIBLE, EXIT_NO_CHANGE, EXIT_OWN_ERROR,
-                                   FUNCTION_TYPES, VARIABLE_TYPES, AbiDiff, AbiSymbol, DependentImpact,
-                                   Exports, ImportProblem, SymbolChange)
+from rcompat.elf.abi_types import FUNCTION_TYPES, VARIABLE_TYPES, AbiDiff, Exports, SymbolChange
 from rcompat.elf.errors import ElfError
 from rcompat.elf.reader import SHN_ABS, VER_FLG_BASE, ElfImage
 from rcompat.elf.symindex import EXPORTED_BINDS, EXPORTED_VISIBILITIES
@@ -26,9 +24,7 @@ from rcompat.elf.symindex import EXPORTED_BINDS, EXPORTED_VISIBILITIES
 if TYPE_CHECKING:
     from rcompat.progress import Progress
 
-__all__ = ["abi_diff", "exported_symbols", "AbiDiff", "AbiSymbol", "SymbolChange", "DependentImpact",
-           "ImportProblem", "Exports", "FUNCTION_TYPES", "VARIABLE_TYPES", "EXIT_NO_CHANGE", "EXIT_OWN_ERROR",
-           "EXIT_ABI_CHANGE", "EXIT_INCOMPATIBLE"]
+__all__ = ["abi_diff", "exported_symbols"]
 
 
 def exported_symbols(image: ElfImage) -> Exports:

@@ -19,10 +19,10 @@ from rcompat.elf.errors import ElfError
 from rcompat.elf.patch_align import compare_by_sections, compare_whole, symbol_moves
 from rcompat.elf.patch_bytes import MappedFile
 from rcompat.elf.patch_layout import Layout
-from rcompat.elf.patch_types import ByteRun, PatchDiff, SectionRow, SymbolMove
+from rcompat.elf.patch_types import PatchDiff
 from rcompat.elf.reader import ElfImage
 
-__all__ = ["patch_diff", "PatchDiff", "ByteRun", "SectionRow", "SymbolMove"]
+__all__ = ["patch_diff"]
 
 MAX_DUMP = 256  # bytes of each side kept for a run's hexdump
 
