@@ -22,6 +22,15 @@ NM_CHUNK_LINES = 16384
 _JSON_PLAIN = bytes(c for c in range(0x20, 0x7F) if chr(c) not in '"\\')  # printable ASCII but " and \
 
 
+def decorate(name: str, version: str, hidden: bool, defined: bool, version_file: str = "",
+             raw_name: str | None = None) -> str:
+    """A version required from another file (verneed) is always `@`, even on a defined (copy-relocated)
+    symbol, as binutils prints it; a version node's own ABS symbol gets no suffix."""
+    if not version or (defined and not version_file and version == (raw_name or name)):
+        return name
+    return f"{name}{'@@' if defined and not hidden and not version_file else '@'}{version}"
+
+
 def nm_text(syms, shown: list[str] | None = None) -> str:
     """The `nm -D` output of `syms` (a SymbolList), sorted by raw name like nm in the C locale, ties in
     .dynsym order (sorted() is stable); `shown` replaces the printed names (demangled ones)."""
@@ -110,7 +119,6 @@ def _plain(text: str) -> bool:
 def _suffixes(syms, keys: list[int], names: list[str], after: str, escape=None) -> list[str]:
     """`@@VER`, `@VER` or "" of each row, then `after` (`escape`: how a suffix is quoted, e.g. json.dumps).
     A version node's own symbol (a defined symbol named like its own version) gets no suffix."""
-    from rcompat.elf.symbols import decorate  # not at the top: that would shadow rcompat.elf.symbols()
 
     suffix, node_of = {}, {}
     for key in set(keys):

@@ -20,6 +20,7 @@ from operator import and_, itemgetter, not_, or_
 
 from rcompat.elf.reader import (BIND_OF_INFO, SHN_ABS, SHN_COMMON, SHN_LORESERVE, SHN_UNDEF, TYPE_OF_INFO,
                                 VERSYM_HIDDEN, VISIBILITY_OF_OTHER, ElfImage, RawSymbols)
+from rcompat.elf.symbol_text import decorate
 
 SHF_WRITE, SHF_ALLOC, SHF_EXECINSTR = 0x1, 0x2, 0x4
 STT_SECTION, STT_FILE = 3, 4
@@ -40,15 +41,6 @@ class Symbol(namedtuple("Symbol", COLUMNS)):
     @property
     def weak(self) -> bool:
         return self.bind == "WEAK"
-
-
-def decorate(name: str, version: str, hidden: bool, defined: bool, version_file: str = "",
-             raw_name: str | None = None) -> str:
-    """A version required from another file (verneed) is always `@`, even on a defined (copy-relocated)
-    symbol, as binutils prints it; a version node's own ABS symbol gets no suffix."""
-    if not version or (defined and not version_file and version == (raw_name or name)):
-        return name
-    return f"{name}{'@@' if defined and not hidden and not version_file else '@'}{version}"
 
 
 class SymbolList(Sequence):
@@ -309,3 +301,9 @@ def _letter(typ: str, bind: str, ndx: int, by_section: list[str]) -> str:
     else:
         c = "?"
     return c.upper() if bind == "GLOBAL" else c
+
+
+# `rcompat.elf.symbols` names both this module and the package's function symbols(): calling either runs symbols (rcompat.callable_module)
+from rcompat.callable_module import make_callable  # noqa: E402
+
+make_callable(__name__, "symbols")

@@ -21,3 +21,10 @@ def render(report, fmt: str = "text", **options: Any) -> str:
     else:
         raise UsageError(f"unknown format '{fmt}'; choose from: {', '.join(FORMATS)}")
     return fn(report, **options)
+
+
+# `rcompat.render` names both this package and the package function rcompat.render(report, fmt):
+# calling either renders (rcompat.callable_module).
+from rcompat.callable_module import make_callable  # noqa: E402
+
+make_callable(__name__, "render")

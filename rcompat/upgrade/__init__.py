@@ -5,8 +5,7 @@ either root is ever run. The modules are imported on first use, so `import rcomp
 """
 from __future__ import annotations
 
-import sys
-import types
+from rcompat.callable_module import make_callable
 
 __all__ = ["upgrade"]
 
@@ -19,12 +18,6 @@ def upgrade(old, new, **options):
     return _upgrade(old, new, **options)
 
 
-class _CallablePackage(types.ModuleType):
-    """The public name is `rcompat.upgrade(old, new)`, like `rcompat.doctor()`; but `rcompat.upgrade` is
-    also this package, and a package attribute cannot be a function too. So the package is callable."""
-
-    def __call__(self, old, new, **options):
-        return upgrade(old, new, **options)
-
-
-sys.modules[__name__].__class__ = _CallablePackage
+# `rcompat.upgrade` names both this package and the function the issue asks for, rcompat.upgrade(old,
+# new), like rcompat.doctor(): the package is callable (rcompat.callable_module).
+make_callable(__name__, "upgrade")
