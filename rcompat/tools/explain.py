@@ -26,6 +26,8 @@ SYMPTOMS_FILE = "symptoms.toml"
 MAX_MATCHES_PER_SYMPTOM = 20
 EXCERPT_CHARS = 300
 MAX_COMMANDS = 5
+WINDOW = 4200  # characters a match may reach either side of its required literal
+MAX_WINDOWS = 10_000
 
 
 @dataclass(frozen=True)
@@ -197,19 +199,39 @@ def read_text(texts: list[str] | None, from_file: str | None, stdin=None) -> str
 
 
 class _LiteralIndex:
-    """Whether a literal occurs in the text: one C-speed scan each, the lower-cased copy made once."""
+    """Where a pattern can match: windows around each occurrence of the literal every match contains
+    (found at C speed), so a 10 MB log is searched in full only by patterns without such a literal.
+    A match reaches at most WINDOW characters either side of its literal (the tables bound their runs
+    to 4096); the lower-cased copy for (?i) patterns is made once."""
 
     def __init__(self, text: str):
         self.text, self._lower = text, None
+        self._windows: dict[tuple[str, bool], list[tuple[int, int]]] = {}
 
-    def has(self, literal: "str | None", ignore_case: bool) -> bool:
+    def windows(self, literal: "str | None", ignore_case: bool) -> list[tuple[int, int]]:
         if literal is None:
-            return True
-        if ignore_case:
-            if self._lower is None:
-                self._lower = self.text.lower()
-            return literal in self._lower
-        return literal in self.text
+            return [(0, len(self.text))]
+        key = (literal, ignore_case)
+        if key not in self._windows:
+            self._windows[key] = self._find(literal, ignore_case)
+        return self._windows[key]
+
+    def _find(self, literal: str, ignore_case: bool) -> list[tuple[int, int]]:
+        if ignore_case and self._lower is None:
+            self._lower = self.text.lower()
+        hay = self._lower if ignore_case else self.text
+        spans: list[tuple[int, int]] = []
+        at = hay.find(literal)
+        while at >= 0:
+            start, end = max(0, at - WINDOW), min(len(hay), at + len(literal) + WINDOW)
+            if spans and start <= spans[-1][1]:
+                spans[-1] = (spans[-1][0], end)
+            else:
+                spans.append((start, end))
+            if len(spans) > MAX_WINDOWS:
+                return [(0, len(hay))]  # dense: one linear scan of everything is cheaper
+            at = hay.find(literal, end - len(literal) + 1 if end < len(hay) else len(hay))
+        return spans
 
 
 def _symptom_matches(symptom: Symptom, text: str, line_starts: list[int],
@@ -218,9 +240,8 @@ def _symptom_matches(symptom: Symptom, text: str, line_starts: list[int],
     seen_groups: set[tuple] = set()
     literals = symptom.literals or (None,) * len(symptom.patterns)
     for rank, (pattern, literal) in enumerate(zip(symptom.patterns, literals)):
-        if present is not None and not present.has(literal, bool(pattern.flags & re.IGNORECASE)):
-            continue  # no match can exist: skip the scan of a long log
-        for m in pattern.finditer(text):
+        spans = present.windows(literal, bool(pattern.flags & re.IGNORECASE)) if present else [(0, len(text))]
+        for m in (m for start, end in spans for m in pattern.finditer(text, start, end)):
             first = _line_of(line_starts, m.start())
             last = _line_of(line_starts, max(m.start(), m.end() - 1))
             candidate = Match(symptom, {k: v for k, v in m.groupdict().items() if v}, first, last,
