@@ -93,6 +93,14 @@ def _cmdline(pid: int) -> str:
         return "?"
 
 
+def _cpu_s(pid: int) -> float:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _needs(*modules: str) -> None:
     for module in modules:
         if importlib.util.find_spec(module) is None:
@@ -113,7 +121,8 @@ def test_race_kills_the_trial_child(tmp_path, signum):
     _needs("rpy2", "torch")
     run = Run(tmp_path, "race", "--device", "cpu", "--mode", "serialized", "--trials", "5",
               "--iterations", "400", "--quiet")
-    run.wait_until("a trial child runs", lambda: run.temp_dirs("rcompat-child-") and run.descendants())
+    run.wait_until("a trial child has loaded R or torch (0.5 s of CPU)",
+                   lambda: any(_cpu_s(pid) >= 0.5 for pid in run.descendants()))
     run.end_with(signum)
     run.assert_nothing_left()
 
@@ -149,6 +158,16 @@ def test_upgrade_removes_its_temporary_root(tmp_path, big_image, signum):
                    lambda: any(os.listdir(run.scratch / d) for d in run.temp_dirs("rcompat-root-")))
     run.end_with(signum)
     run.assert_nothing_left()
+
+
+def test_upgrade_with_extract_removes_what_it_extracted(tmp_path, big_image):
+    target = tmp_path / "extracted"
+    run = Run(tmp_path, "upgrade", str(big_image), str(big_image), "--extract", str(target), "--driver", "550.54.14",
+              "--quiet")
+    run.wait_until("DIR/old holds files", lambda: (target / "old" / "usr").exists())
+    run.end_with(signal.SIGTERM)
+    run.assert_nothing_left()
+    assert not target.exists()
 
 
 def test_an_ignored_sighup_stays_ignored(tmp_path):
