@@ -66,7 +66,7 @@ def _top_parser() -> tuple[argparse.ArgumentParser, argparse.Action]:
         prog="rcompat",
         description="Diagnose why R + deep learning + GPU breaks on this machine.",
         epilog="Exit codes: 0 all ok/skip, 1 a failing finding (warn too with --strict), 2 rcompat's own "
-               "error. Run 'rcompat COMMAND --help' for each command.")
+               "error, 128+N stopped by signal N (130 Ctrl-C, 143 SIGTERM). Run 'rcompat COMMAND --help' for each command.")
     parser.add_argument("--version", action="version", version=f"rcompat {__version__}")
     parser.add_argument("--debug", action="store_true", help="show tracebacks of rcompat's own errors")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
