@@ -271,7 +271,7 @@ def _demangle_symbols(matches: list[Match]) -> None:
     mangled = sorted({m.groups["symbol"] for m in matches if m.groups.get("symbol", "").startswith("_Z")})
     if not mangled:
         return
-    from rcompat.elf.demangle import demangle_all
+    from rcompat.elf.read.demangle import demangle_all
 
     readable = dict(zip(mangled, demangle_all(mangled)))
     for m in matches:
