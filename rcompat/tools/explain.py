@@ -43,6 +43,7 @@ class Symptom:
     source: str
     confidence: str
     literals: tuple["str | None", ...] = ()  # per pattern: text every match contains (None: unknown)
+    ends: tuple[str, ...] = ()  # how a verification child ended, for which this remedy applies
 
 
 @dataclass
@@ -71,13 +72,13 @@ class Match:
         commands = self.confirm_commands()
         where = f"line {self.first_line}" if self.first_line == self.last_line else \
             f"lines {self.first_line}-{self.last_line}"
-        message = _fill(s.cause, self.groups)
+        message = fill(s.cause, self.groups)
         if commands:
             message += "\nConfirm: " + " ; ".join(commands)
         message += f"\nMatched at {where}: {self.excerpt}"
         return Finding(
             id=f"EXPLAIN-{s.id.upper()}", area=AREA, status=s.status, title=s.title, message=message,
-            remedy=_fill(s.remedy, self.groups),
+            remedy=fill(s.remedy, self.groups),
             evidence={"symptom": s.id, "line": self.first_line, "last_line": self.last_line,
                       "excerpt": self.excerpt, "groups": dict(self.groups), "confirm": commands},
             source=s.source, confidence=s.confidence)
@@ -109,7 +110,7 @@ def load_symptoms(path: "str | Path | None" = None) -> list[Symptom]:
             _check_template(template, f"{path or SYMPTOMS_FILE}: symptom {sid!r}")
         symptoms.append(Symptom(sid, row["title"], compiled, row["cause"], tuple(confirm), row["remedy"],
                                 tuple(row.get("supersedes", ())), status, row["source"], row["confidence"],
-                                tuple(required_literal(p) for p in compiled)))
+                                tuple(required_literal(p) for p in compiled), tuple(row.get("ends", ()))))
     known = {s.id for s in symptoms}
     for s in symptoms:
         unknown = set(s.supersedes) - known
@@ -318,7 +319,7 @@ class _Blank(dict):
         return ""
 
 
-def _fill(template: str, groups: dict[str, Any]) -> str:
+def fill(template: str, groups: dict[str, Any]) -> str:
     """Substitute captures; an uncaptured one becomes empty (the texts are written to read well so)."""
     text = template.format_map(_Blank(groups))
     text = re.sub(r" {2,}", " ", text)
