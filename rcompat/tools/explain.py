@@ -143,7 +143,7 @@ def explain(text: str, symptoms: Iterable[Symptom] | None = None) -> Report:
     if not matches:
         report.add(Finding(
             id="EXPLAIN-NO-MATCH", area=AREA, status=Status.SKIP, title="no known symptom matched",
-            message=f"None of the {len(symptoms)} known symptoms matches this text.",
+            message="None of the known symptoms matches this text (`rcompat explain --list`).",
             remedy="Run `rcompat doctor` for a full check of this machine. If the error recurs, add its "
                    "text to rcompat/data/symptoms.toml with its source.",
             evidence={"chars": len(text), "lines": text.count("\n") + 1}))
