@@ -104,7 +104,8 @@ def _required_runs(tree) -> Iterator[str]:
             run.append(chr(arg))
             continue
         if op is c.SUBPATTERN:
-            inner = list(_required_runs(arg[-1]))
+            # a (?i:...) group matches other cases than its literals spell: nothing required from it
+            inner = [] if arg[1] & c.SRE_FLAG_IGNORECASE else list(_required_runs(arg[-1]))
             yield "".join(run)
             run = []
             yield from inner

@@ -73,3 +73,19 @@ def test_required_literal_is_in_every_match():
         compiled = re.compile(pattern)
         literal = required_literal(compiled)
         assert literal is None or literal.strip(), pattern
+
+
+def test_explain_on_one_hostile_line_and_a_long_log_is_fast():
+    from rcompat.tools.explain import explain, load_symptoms
+
+    symptoms = load_symptoms()
+    line = "/a" * 256 * 1024 + " libstdc++.so.6" * 2000 + "liblantern.so" * 20000  # ~1 MB, no newline
+    start = time.perf_counter()
+    explain(line, symptoms)
+    assert time.perf_counter() - start < 2.0  # issue 21: a 50 KB line took 17 s
+    log = ("epoch 1 step 2 loss 0.1234 /data/shard-001.parquet\n" * 20_000 +
+           "ImportError: libcudnn.so.8: cannot open shared object file: No such file or directory\n") * 10
+    start = time.perf_counter()
+    report = explain(log, symptoms)  # ~10 MB
+    assert time.perf_counter() - start < 3.0  # generous: benchmarks/bench_explain.py measures ~0.3 s
+    assert [f.evidence["symptom"] for f in report.findings] == ["shared-library-not-found"]
