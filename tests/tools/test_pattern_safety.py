@@ -61,7 +61,7 @@ def test_the_rules_reject_what_was_slow():
     assert unsafe_constructs(r"load\((?![^)]*weights_only)")
     assert unsafe_constructs(r"(?<![^\s:])(?P<lib>[^\s:]*libstdc\+\+\.so): version") == []
     slow = re.compile(r"(?P<lib>[^\s:]*libstdc\+\+\.so): version")
-    assert max(_time(slow, line) for line in adversarial_lines(slow.pattern, SMALL)) > SMALL_BOUND_S
+    assert any(_time(slow, line) > SMALL_BOUND_S for line in adversarial_lines(slow.pattern, SMALL))
 
 
 def test_required_literal_is_in_every_match():
