@@ -18,7 +18,6 @@ from __future__ import annotations
 import os
 import posixpath
 import re
-import shutil
 import sys
 
 from rcompat.elf.errors import ElfError
@@ -62,19 +61,27 @@ def resolve_hosts(specs, root: "Root | str | None" = None) -> list[str]:
 
 
 def find_command(name: str, root: "Root | str | None" = None) -> str | None:
+    """The first ELF executable `name` on PATH (in a root: on ROOT_PATH inside it). Wrapper scripts
+    (pyenv's shims, `#!` launchers) are passed over: what they exec is not known without running them."""
     fs = as_root(root)
-    if fs.is_host:
-        found = shutil.which(name)
-        return os.path.abspath(found) if found else None
-    for d in ROOT_PATH:
-        inside = posixpath.join(d, name)
+    dirs = os.environ.get("PATH", "").split(":") if fs.is_host else ROOT_PATH
+    for d in dirs:
+        inside = posixpath.join(os.path.abspath(d) if fs.is_host else d, name)
         try:
             host = fs.host(inside)
         except ElfError:
             continue
-        if os.path.isfile(host) and os.access(host, os.X_OK):
+        if os.path.isfile(host) and os.access(host, os.X_OK) and _is_elf(host):
             return inside
     return None
+
+
+def _is_elf(path: str) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(4) == b"\x7fELF"
+    except OSError:
+        return False
 
 
 def find_library(soname: str, root: "Root | str | None" = None) -> str | None:
@@ -127,28 +134,41 @@ def r_library(root: "Root | str | None" = None) -> str | None:
                                                 if _exists(fs, p)), None)
 
 
-def hosts_for(needers: "dict[str, set[str]]", root: "Root | str | None" = None) -> list[str]:
-    """The hosts that provide what objects lack: `needers` maps each host row id of
-    elf_host_symbols.toml (python-c-api, r-api) to the in-root paths of objects whose undefined
-    references call for it. Rows without an object, or whose host is not found, give nothing."""
-    out: list[str] = []
-    for obj in sorted(needers.get(PYTHON_ROW, ())):
-        found = python_for(obj, root)
-        if found and found not in out:
-            out.append(found)
-            break  # one interpreter per process: the first object's
-    if needers.get(R_ROW):
-        found = r_library(root)
-        if found and found not in out:
-            out.append(found)
-    return out
+def host_provider(name: str) -> dict | None:
+    """The host-process row (rcompat/data/elf_host_symbols.toml) whose prefix `name` has."""
+    from rcompat.data import cached_toml
+
+    for row in cached_toml("elf_host_symbols.toml", "host"):
+        if any(name.startswith(p) for p in row["prefixes"]):
+            return row
+    return None
+
+
+def host_for_row(row_id: str, objects, root: "Root | str | None" = None) -> str | None:
+    """The host of elf_host_symbols.toml row `row_id` for the objects (in-root paths) that need it:
+    the interpreter that would import the first of them, or the libR.so the loader finds."""
+    if row_id == PYTHON_ROW:
+        return next((found for obj in sorted(objects) if (found := python_for(obj, root))), None)
+    if row_id == R_ROW:
+        return r_library(root)
+    return None
+
+
+def hosts_for(needers: "dict[str, set[str]]", root: "Root | str | None" = None) -> tuple[list[str], set[str]]:
+    """(hosts, rows without one): `needers` maps each host row id to the in-root paths of the objects
+    whose undefined references call for it (needs_by_row)."""
+    hosts, unfound = [], set()
+    for row_id, objects in sorted(needers.items()):
+        found = host_for_row(row_id, objects, root)
+        if found is None:
+            unfound.add(row_id)
+        elif found not in hosts:
+            hosts.append(found)
+    return hosts, unfound
 
 
 def needs_by_row(missing_symbols) -> dict[str, set[str]]:
-    """Host row id -> objects (paths as given by each MissingSymbol's `needed_by`, shown in-root) that
-    lack a symbol of that row."""
-    from rcompat.elf.missing import host_provider
-
+    """Host row id -> in-root paths of the objects that lack a symbol of that row (MissingSymbols)."""
     out: dict[str, set[str]] = {}
     for m in missing_symbols:
         row = host_provider(m.name)

@@ -67,9 +67,11 @@ def test_the_real_interpreter_agrees_with_the_prediction(hosted, cli):
 
 
 def test_host_takes_a_command_name_a_soname_and_a_path(hosted, cli):
-    python3 = shutil.which("python3")
-    for spec, expect in (("python3", os.path.abspath(python3)), ("libR.so", "/lib/libR.so"),
-                         (python3, python3)):
+    from rcompat.elf.hostproc import find_command
+
+    python3 = find_command("python3")  # the first ELF python3 on PATH (a pyenv shim is a script)
+    assert python3 and open(python3, "rb").read(4) == b"\x7fELF"
+    for spec, expect in (("python3", python3), ("libR.so", "/lib/libR.so"), (python3, python3)):
         target = hosted["pyext"] if spec != "libR.so" else hosted["rapi"]
         rc, data = missing_json(cli, target, "--host", spec)
         assert rc == 0 and data["missing_symbols"] == [], (spec, data["missing_symbols"])

@@ -85,7 +85,8 @@ def test_libR_of_r45_lacks_the_entry_points(r45_root):
 def test_upgrade_fails_the_package_on_the_removed_symbol(move, carried):
     [carried_summary] = by_id(move, "UPGRADE-CARRIED")
     assert carried_summary.status is Status.FAIL, carried_summary.title
-    assert carried_summary.title == "1 of 2 carried objects fail to load in NEW"
+    # the root's own R packages byte-identical to this machine's (rappdirs) are carried too, and bind
+    assert re.fullmatch(r"1 of \d+ carried objects fail to load in NEW", carried_summary.title), carried_summary.title
     breaks = {f.evidence["object"]: f for f in by_id(move, "UPGRADE-CARRIED-BREAKS")}
     assert set(breaks) == {str(carried["so"])}
     finding = breaks[str(carried["so"])]
@@ -98,9 +99,9 @@ def test_libR_drift_is_one_finding_with_one_verdict(move, carried):
     [drift] = by_id(move, "UPGRADE-ABI-LIBR")
     assert drift.status is Status.FAIL
     users = {d["object"]: d for d in drift.evidence["dependents"]}
-    assert set(users) == {str(carried["so"]), str(carried["rapi"])}
+    assert {str(carried["so"]), str(carried["rapi"])} <= set(users)  # via /lib/libR.so and /usr/lib/R/lib
     assert any(b.startswith("MISSING ") for b in users[str(carried["so"])]["broken"])
-    assert users[str(carried["rapi"])]["broken"] == []
+    assert all(not d["broken"] for obj, d in users.items() if obj != str(carried["so"]))
 
 
 def test_real_r45_refuses_the_package_on_the_same_symbol(move, carried, tier, r45_root):
@@ -122,4 +123,5 @@ def test_real_r45_refuses_the_package_on_the_same_symbol(move, carried, tier, r4
 def test_the_cli_exits_1_naming_symbol_and_library(carried, r45_root, cli):
     done = cli("upgrade", "/", str(r45_root), "--carry", str(carried["so"]))
     assert done.returncode == 1, done.stderr
-    assert "undefined symbol: MISSING" in done.stdout and "libR.so" in done.stdout
+    text = " ".join(done.stdout.split())  # wrapped at 80 columns
+    assert f"{carried['so']}: undefined symbol: MISSING" in text and "provided in OLD by libR.so" in text
