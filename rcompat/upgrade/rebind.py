@@ -5,7 +5,7 @@ What can fail, in ld.so's order: a needed soname not found in the closure; a ver
 object needs (GLIBC_2.x, GLIBCXX_3.4.x, CXXABI_1.3.x, a library's own) missing from the provider NEW
 would load; an undefined, non-weak symbol of the object that nothing in its load-order scope
 defines. Symbols the host process provides (Python's C API, R's API: rcompat/data/
-elf_host_symbols.toml) are bound against that host in NEW (rcompat.elf.hostproc), as NEW's python or
+elf_host_symbols.toml) are bound against that host in NEW (rcompat.elf.link.hostproc), as NEW's python or
 R would provide them; only where NEW has no such host are they left unjudged. Everything the same object lacked in OLD
 too is kept apart as pre-existing: the upgrade did not cause it.
 """
@@ -91,7 +91,7 @@ def rebind(inside: str, how: str, old: Side, new: Side, indexes: SharedIndexes) 
 
 
 def _versions(out: Rebinding, old_res, new_res, old: Side, new: Side) -> None:
-    from rcompat.elf.verreq import check_versions
+    from rcompat.elf.link.verreq import check_versions
 
     def unmet(res, side):
         root_path = res.root.path
@@ -107,8 +107,8 @@ def _symbols(out: Rebinding, old_res, new_res, old: Side, new: Side, indexes: Sh
     """Bind the object's undefined symbols in NEW, with the host process it calls for (NEW's
     interpreter for an extension module, NEW's libR.so for R API code) in front: those symbols are
     NEW's host's to provide, not excused. Only a host NEW lacks leaves its symbols unjudged."""
-    from rcompat.elf.hostproc import hosts_for, needs_by_row
-    from rcompat.elf.missing import bind_all, host_provider, scope_indexes
+    from rcompat.elf.link.hostproc import hosts_for, needs_by_row
+    from rcompat.elf.link.missing import bind_all, host_provider, scope_indexes
 
     bindings, missing, _weak = bind_all(new_res, [new_res.root_index], index=indexes.index)
     needers = needs_by_row(missing)
@@ -125,7 +125,7 @@ def _symbols(out: Rebinding, old_res, new_res, old: Side, new: Side, indexes: Sh
     names = {n.path: n.info.name for n in old_res.nodes}
     names.update({path: os.path.basename(path) for path, _idx in old_scope if path not in names})
     missing_names = {m.name for m in out.missing + out.pre_missing}
-    from rcompat.elf.demangle import demangle_all
+    from rcompat.elf.read.demangle import demangle_all
 
     for ref, pretty in zip(lost, demangle_all([r.name for r in lost])):
         provider = next((path for path, idx in old_scope if idx.lookup(ref.name, ref.version)), None)

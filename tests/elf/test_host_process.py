@@ -67,7 +67,7 @@ def test_the_real_interpreter_agrees_with_the_prediction(hosted, cli):
 
 
 def test_host_takes_a_command_name_a_soname_and_a_path(hosted, cli):
-    from rcompat.elf.hostproc import find_command
+    from rcompat.elf.link.hostproc import find_command
 
     python3 = find_command("python3")  # the first ELF python3 on PATH (a pyenv shim is a script)
     assert python3 and open(python3, "rb").read(4) == b"\x7fELF"
@@ -111,7 +111,7 @@ def test_a_host_that_names_nothing_is_a_one_line_error(hosted, cli):
 
 def test_python_of_a_site_packages_layout(tmp_path):
     """The interpreter of the installation whose site-packages holds the module, inside a root."""
-    from rcompat.elf.hostproc import python_for
+    from rcompat.elf.link.hostproc import python_for
 
     root = tmp_path / "root"
     (root / "opt/venv/bin").mkdir(parents=True)

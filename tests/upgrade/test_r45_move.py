@@ -73,7 +73,7 @@ def by_id(report, fid):
 
 
 def test_libR_of_r45_lacks_the_entry_points(r45_root):
-    from rcompat.elf.symbols import symbols
+    from rcompat.elf.read.symbols import symbols
 
     def exported(path):
         return {s.name for s in symbols(path, defined=True)}
