@@ -124,3 +124,14 @@ def test_python_of_a_site_packages_layout(tmp_path):
     assert python_for("/usr/local/lib/python3.13/dist-packages/x/_x.so", root) == "/usr/bin/python3.13"
     assert python_for("/usr/lib/python3/dist-packages/x/_x.so", root) == "/usr/bin/python3"
     assert python_for("/srv/app/_x.so", root) == "/usr/bin/python3"  # not in a site dir: python3 on PATH
+
+
+def test_the_doctor_binds_python_torch_against_the_interpreter_holding_it(torch_lib):
+    """The doctor's ELF-UNDEFINED runs missing(path, host=fw.host) on each of torch's libraries."""
+    from rcompat.elf.link.missing import missing
+    from rcompat.elf.targets import python_torch
+
+    fw = python_torch()
+    assert fw.host == [str(Path(sys.prefix) / "bin" / f"python{sys.version_info[0]}.{sys.version_info[1]}")]
+    for path in fw.libraries.values():
+        assert missing(path, host=fw.host).missing == [], path

@@ -1,7 +1,8 @@
-"""The R 4.2 -> R 4.5 move for real: an R package with compiled code built here under R 4.2 and carried
-into the Debian 13 root's R 4.5 (the R 4.5 tier, scripts/debian_root.py). `rcompat upgrade` must FAIL
-it on the entry point R 4.5's libR.so no longer exports, and the real R 4.5 in the root must refuse
-`library()` on the same symbol. Also: --carry when NEW is this machine (`/`) reads OLD's bytes."""
+"""The Debian 12 -> 13 move for real: an R package with compiled code built here under R 4.2 and
+carried into the Debian 13 root's R 4.5 (the R 4.5 tier, scripts/debian_root.py). `rcompat upgrade`
+must FAIL it on the entry point R 4.5's libR.so no longer exports, and the real R 4.5 in the root must
+refuse `library()` on the same symbol. The same for a Python extension built here for Python 3.11
+and imported by the root's Python 3.13: its Py* references bind against NEW's interpreter."""
 from __future__ import annotations
 
 import re
@@ -26,7 +27,10 @@ def r_version(argv: list[str], run=subprocess.run) -> str:
 
 @pytest.fixture(scope="session")
 def tier(load_helper):
-    module = load_helper("debian_root", REPO / "scripts/debian_root.py")
+    builder = REPO / "scripts/debian_root.py"
+    if not builder.is_file():
+        pytest.skip(f"{builder.relative_to(REPO)} (the R 4.5 tier's root builder) is not in this checkout")
+    module = load_helper("debian_root", builder)
     try:
         root = module.ensure_root()
     except module.RootUnavailable as exc:
@@ -125,3 +129,33 @@ def test_the_cli_exits_1_naming_symbol_and_library(carried, r45_root, cli):
     assert done.returncode == 1, done.stderr
     text = " ".join(done.stdout.split())  # wrapped at 80 columns
     assert f"{carried['so']}: undefined symbol: MISSING" in text and "provided in OLD by libR.so" in text
+
+
+@pytest.fixture(scope="session")
+def extensions(r45_root, gcc, load_helper, tmp_path_factory) -> dict[str, Path]:
+    import sysconfig
+
+    include = sysconfig.get_paths()["include"]
+    if not (Path(include) / "Python.h").is_file():
+        pytest.skip(f"Python.h not installed ({include}): python3-dev")
+    build = load_helper("elf_fixture_build", REPO / "fixtures/elf/build.py")
+    return build.build_hosted(tmp_path_factory.mktemp("py311-ext"), include, "/usr/share/R/include")
+
+
+def test_a_python_311_extension_in_313_fails_on_the_removed_c_api(extensions, tier, r45_root):
+    import rcompat
+
+    removed, kept = extensions["pyext_removed"], extensions["pyext"]
+    report = rcompat.upgrade("/", str(r45_root), carry=[str(removed), str(kept)])
+    breaks = {f.evidence["object"]: f for f in by_id(report, "UPGRADE-CARRIED-BREAKS")}
+    assert set(breaks) == {str(removed)}  # pyext.so's PyModule_Create2/PyLong_FromLong bind in 3.13
+    finding = breaks[str(removed)]
+    assert [u["name"] for u in finding.evidence["undefined_symbols"]] == ["PyUnicode_AsUnicode"]
+    assert "PyUnicode_AsUnicode (provided in OLD by libpython3.11" in finding.message or \
+        "PyUnicode_AsUnicode (provided in OLD by python3.11" in finding.message, finding.message
+    module, _ = tier
+    where = str(removed.parent)
+    done = module.run_in_root(r45_root, ["python3", "-c", f"import sys; sys.path.insert(0, {where!r}); import pyext"],
+                              binds={where: where}, timeout=120)
+    assert done.returncode != 0
+    assert f"{removed}: undefined symbol: PyUnicode_AsUnicode" in done.stderr, done.stderr
