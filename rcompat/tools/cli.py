@@ -21,12 +21,11 @@ def _given_file(path: str | None, what: str) -> str | None:
 
 
 def explain(args: argparse.Namespace) -> int:
-    from rcompat.tools.explain import explain as run, load_symptoms, read_text
+    from rcompat.tools.explain import explain as run, load_symptoms, read_text, symptom_list
 
     symptoms = load_symptoms(_given_file(args.symptoms, "symptom table"))
     if args.list:
-        width = max(len(s.id) for s in symptoms)
-        write_output("".join(f"{s.id:<{width}}  {s.title}\n" for s in symptoms), args.output)
+        write_output(symptom_list(symptoms), args.output)
         return 0
     report = run(read_text(args.text, args.from_file), symptoms)
     return emit_report(report, args)

@@ -119,6 +119,16 @@ def load_symptoms(path: "str | Path | None" = None) -> list[Symptom]:
     return symptoms
 
 
+def symptom_list(symptoms: Iterable[Symptom], columns: int = 80) -> str:
+    """Each symptom's id and title; a long title wraps under itself, so the list fits a terminal."""
+    import textwrap
+
+    symptoms = list(symptoms)
+    width = max((len(s.id) for s in symptoms), default=0)
+    return "".join(textwrap.fill(s.title, columns, initial_indent=f"{s.id:<{width}}  ",
+                                 subsequent_indent=" " * (width + 2)) + "\n" for s in symptoms)
+
+
 def find_matches(text: str, symptoms: Iterable[Symptom] | None = None) -> list[Match]:
     """Every symptom occurrence in `text`, in log order, generic ones hidden where a specific one explains
     the same lines."""
