@@ -11,7 +11,7 @@ import sys
 from collections.abc import Sequence
 
 from rcompat import __version__
-from rcompat.cli.common import EXIT_ERROR, EXIT_OK, register_commands
+from rcompat.cli.common import EXIT_ERROR, EXIT_OK, HelpFormatter, register_commands
 from rcompat.errors import RcompatError
 
 COMMAND_MODULES = (
@@ -27,6 +27,10 @@ COMMAND_MODULES = (
 
 
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str) -> "None":  # one line, exit 2, like every other own error
         self.print_usage(sys.stderr)
         sys.stderr.write(f"{self.prog}: error: {message}\n")
