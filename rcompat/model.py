@@ -73,6 +73,17 @@ class Finding:
         return cls(**{k: data[k] for k in FINDING_FIELDS if k in data})
 
 
+def join_sources(sources: Iterable[str]) -> str:
+    """Sources as one "; "-separated text, each said once: a source already part of another kept
+    one ("mlverse/torch 1137" beside "mlverse/torch 1137 (quote)") is left out."""
+    parts = [p.strip() for s in sources if s for p in str(s).split("; ") if p.strip()]
+    kept: list[str] = []
+    for part in sorted(dict.fromkeys(parts), key=len, reverse=True):
+        if not any(part in other for other in kept):
+            kept.append(part)
+    return "; ".join(p for p in dict.fromkeys(parts) if p in kept)
+
+
 def share_duration(findings: list[Finding], seconds: float) -> None:
     """Give the findings one producer made in `seconds` their share of that time."""
     for f in findings:

@@ -23,7 +23,7 @@ from pathlib import Path
 from rcompat.cuda.matrix import cublas_verdict, cudnn_verdict
 from rcompat.cuda.tables import (Tables, build_tag, load_tables, major_minor, public_row, row_ref,
                                  rtorch_cuda_builds, version)
-from rcompat.model import Finding, Report, Status
+from rcompat.model import Finding, Report, Status, join_sources
 
 AREA = "cuda"
 DUPLICATE_KEYS = {
@@ -52,7 +52,7 @@ class _Collector:
             title=f"{kind} between {refs}", message=message,
             remedy=remedy or "correct one of the rows against its source, or narrow its claim",
             evidence={"rows": [public_row(r) for r in rows if r], "relation": relation},
-            source="; ".join(dict.fromkeys(r["source"] for r in rows if r))))
+            source=join_sources(r["source"] for r in rows if r)))
 
 
 def validate_tables(tables_dir: "str | Path | None" = None) -> Report:
