@@ -130,6 +130,7 @@ rcompat_reticulate_facts <- function(discover = TRUE) {
   field <- function(f) if (is.null(cfg[[f]]) || !length(cfg[[f]])) NULL else as.character(cfg[[f]])[1L]
   out$python <- field("python")
   out$libpython <- field("libpython")
+  out$pythonhome <- field("pythonhome")
   out$version <- field("version")
   out$version_string <- field("version_string")
   out$virtualenv <- field("virtualenv")

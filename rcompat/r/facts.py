@@ -18,7 +18,7 @@ from typing import Any, Mapping, Sequence
 from rcompat.isolate import ChildResult, run_child, run_python_child
 from rcompat.r.compiler import probe_compiler
 from rcompat.r.host import RInstall, locate_r, r_host
-from rcompat.r.runtime import python_packages, torch_runtime
+from rcompat.r.runtime import bound_python, torch_runtime
 
 DEFAULT_TIMEOUT_S = 60.0
 ENGINES = ("auto", "rpy2", "rscript")
@@ -165,9 +165,7 @@ def probe(timeout: float | None = None, lib_paths: Sequence[str] | None = None,
     torch = facts.packages.get("torch")
     facts.torch_runtime = torch_runtime(torch.path if torch and torch.status != "absent" else None,
                                         base_env)
-    python = facts.reticulate.get("python")
-    if python:
-        facts.python = python_packages(python, timeout=timeout, env=dict(env or {}))
+    facts.python = bound_python(facts.reticulate, timeout=timeout, env=dict(env or {}))
     return facts
 
 
