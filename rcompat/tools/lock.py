@@ -110,9 +110,10 @@ def _clean_r_version(value: Any) -> str | None:
 
 
 def check_lockfile(path: "str | Path", rules_path: "str | Path | None" = None,
-                   cuda: str | None = None) -> Report:
-    """Findings for the pins in `path`: one summary of what was read, then every rule that fires."""
-    from rcompat.tools.engines import cuda_layer_findings, load_r_rules, r_rule_findings
+                   cuda: str | None = None, min_confidence: str = "unverified") -> Report:
+    """Findings for the pins in `path`: one summary of what was read, then every rule that fires (a
+    failing claim less confident than `min_confidence` is reported as a warning)."""
+    from rcompat.tools.engines import below_confidence, cuda_layer_findings, load_r_rules, r_rule_findings
 
     lock = read_lockfile(path)
     report = Report(command="lock check")
@@ -131,7 +132,7 @@ def check_lockfile(path: "str | Path", rules_path: "str | Path | None" = None,
             remedy="Pin an exact released version so the rules can judge it.",
             evidence={"unparsed": lock.unparsed}))
     rules = load_r_rules(rules_path) if rules_path else None
-    hits = r_rule_findings(lock.stack(), rules, area=AREA)
+    hits = below_confidence(r_rule_findings(lock.stack(), rules, area=AREA), min_confidence)
     report.add(hits)
     if not hits:
         report.add(Finding(
@@ -139,5 +140,6 @@ def check_lockfile(path: "str | Path", rules_path: "str | Path | None" = None,
             message=f"Checked R {lock.r_version or '?'} and {len(lock.packages)} package pin(s) against "
                     f"{'the rules in ' + str(rules_path) if rules_path else 'rcompat/data/r_rules.toml'}."))
     if cuda and "torch" in lock.packages:
-        report.add(cuda_layer_findings({"rtorch": lock.packages["torch"], "cuda": cuda}))
+        report.add(below_confidence(cuda_layer_findings({"rtorch": lock.packages["torch"], "cuda": cuda}),
+                                    min_confidence))
     return report
