@@ -24,9 +24,10 @@ from rcompat.isolate import allow_children, children_stopped_on_interrupt
 from rcompat.model import Finding, Report, Status, share_duration
 from rcompat.progress import Progress, disabled
 
-# Order is the order of the report: the stack from the bottom (R, Python) up to the GPU and the
+# Order is the order of the report: the stack from the bottom (the system, R, Python) up to the GPU and the
 # combinations that break in one process.
 AREA_MODULES: dict[str, str] = {
+    "system": "rcompat.system",
     "r": "rcompat.r.checks",
     "python": "rcompat.pyenv",
     "cuda": "rcompat.cuda.checks",
@@ -37,7 +38,7 @@ AREA_MODULES: dict[str, str] = {
 DEFAULT_TIMEOUT_S = 60.0
 # Areas start in this order (the report keeps AREA_MODULES' order): the race trial and R's children
 # take longest, so with fewer workers than areas they must not wait behind the quick ones.
-START_ORDER = ("race", "r", "cuda", "elf", "python")
+START_ORDER = ("race", "r", "cuda", "elf", "python", "system")
 
 
 class Context:

@@ -190,6 +190,24 @@ def check_reticulate_python(ctx) -> Iterable[Finding]:
              evidence={"reticulate": ret, "python": facts.python})
 
 
+def check_session(ctx) -> Iterable[Finding]:
+    """What sessionInfo() shows first: the BLAS and LAPACK R uses, and its locale."""
+    facts = r_facts(ctx)
+    session = facts.session if facts.available else {}
+    if not session:
+        return
+    from pathlib import PurePath
+
+    blas, lapack = session.get("blas") or "", session.get("lapack") or ""
+    ctype = next((part.split("=", 1)[1] for part in str(session.get("locale") or "").split(";")
+                  if part.startswith("LC_CTYPE=")), session.get("locale") or "?")
+    lapack_text = f"LAPACK {session.get('lapack_version') or '?'} ({PurePath(lapack).name or '?'})"
+    yield _f("R-SESSION", Status.OK, f"BLAS {PurePath(blas).name or '(built in)'}, {lapack_text}, locale {ctype}",
+             message=f"BLAS: {blas or 'R internal'}; LAPACK: {lapack or 'R internal'}; locale: {session.get('locale')}"
+                     + ("" if session.get("utf8") else " (not UTF-8: non-ASCII paths and messages may break)"),
+             evidence={"session": session})
+
+
 def check_reticulate_modules(ctx) -> Iterable[Finding]:
     """The Python modules installed R packages import through reticulate (reticulate_modules.toml)."""
     from rcompat.data import load_toml
@@ -224,8 +242,9 @@ def check_verify(ctx) -> Iterable[Finding]:
 
 for _check, _id in ((check_version, "R-VERSION"), (check_rpy2, "R-RPY2"), (check_packages, "R-PKG"),
                     (check_compiler, "R-COMPILER-C17"), (check_reticulate_python, "R-RETICULATE-PYTHON"),
-                    (check_reticulate_modules, "R-RETICULATE-MODULES"), (check_rules, "R-RULES"), (check_verify, "R-VERIFY")):
+                    (check_reticulate_modules, "R-RETICULATE-MODULES"), (check_session, "R-SESSION"),
+                    (check_rules, "R-RULES"), (check_verify, "R-VERIFY")):
     _check.check_id = _id
 
 CHECKS = [check_version, check_rpy2, check_packages, check_compiler, check_reticulate_python,
-          check_reticulate_modules, check_rules, check_verify]
+          check_reticulate_modules, check_session, check_rules, check_verify]

@@ -66,6 +66,7 @@ class RFacts:
     torch_runtime: dict[str, Any] = field(default_factory=dict)
     reticulate: dict[str, Any] = field(default_factory=dict)
     python: dict[str, Any] = field(default_factory=dict)  # the Python reticulate binds: packages
+    session: dict[str, Any] = field(default_factory=dict)  # sessionInfo()'s BLAS, LAPACK, locale
     rpy2: dict[str, Any] = field(default_factory=dict)
     errors: list[dict[str, Any]] = field(default_factory=list)
     child_env: dict[str, str] = field(default_factory=dict, repr=False)  # R_LIBS/R_HOME children get
@@ -225,6 +226,7 @@ def _apply_core(facts: RFacts, core: Mapping[str, Any]) -> None:
     facts.os = core.get("os")
     facts.r_home = core.get("r_home")
     facts.lib_paths = list(core.get("lib_paths") or [])
+    facts.session = dict(core.get("session") or {})
     packages = core.get("packages") or {}
     facts.packages = {name: PackageFact.from_r(name, packages.get(name, {"status": "absent"}))
                       for name in PACKAGES}

@@ -27,7 +27,8 @@ FACTS_FORMAT = 1
 ENV_PREFIXES = ("R_", "RETICULATE_", "PYTHON", "VIRTUAL_ENV", "CONDA", "PYENV", "WORKON_HOME", "UV_", "PIPENV",
                 "POETRY", "TORCH_", "CUDA")
 ENV_NAMES = ("PATH", "HOME", "LD_LIBRARY_PATH")
-CACHED_FIELDS = ("engine", "version", "platform", "os", "r_home", "lib_paths", "compiler", "reticulate", "rpy2")
+CACHED_FIELDS = ("engine", "version", "platform", "os", "r_home", "lib_paths", "compiler", "reticulate", "rpy2",
+                 "session")
 
 
 def cached_probe(timeout: float | None = None, lib_paths: Sequence[str] | None = None,
