@@ -27,10 +27,16 @@ class HelpFormatter(argparse.HelpFormatter):
         import re
         import textwrap
 
-        out = []
-        for line in text.rstrip("\n").splitlines():
+        entries: list[list[str]] = []  # [line, hang]: a line indented to the previous one's text column
+        for line in text.rstrip("\n").splitlines():  # continues it (an entry written over two lines)
+            if entries and line.strip() and len(line) - len(line.lstrip()) == len(entries[-1][1]) > 0:
+                entries[-1][0] += " " + line.strip()
+                continue
             lead = re.match(r"\s*(?:\S+ {2,}(?=\S))?", line).group()  # "  12  text": text's column
-            out.extend(textwrap.wrap(line, width, initial_indent=indent, subsequent_indent=indent + " " * len(lead),
+            entries.append([line, " " * len(lead)])
+        out = []
+        for line, hang in entries:
+            out.extend(textwrap.wrap(line, width, initial_indent=indent, subsequent_indent=indent + hang,
                                      break_long_words=False, break_on_hyphens=False) or [""])
         return "\n".join(out)
 

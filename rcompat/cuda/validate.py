@@ -47,8 +47,22 @@ class _Collector:
             return
         kind = "contradiction" if status is Status.FAIL else "tension"
         refs = ", ".join(row_ref(r) for r in rows if r)
+        finding_id = f"CUDA-MATRIX-VALIDATE-{relation}"
+        same = next((f for f in self.findings if f.id == finding_id), None)
+        if same is not None:  # one finding per relation (ids unique in a report), each case in it
+            if "cases" not in same.evidence:
+                same.evidence["cases"], same.evidence["first"] = 1, same.title
+                same.message = f"{same.title}: {same.message}"
+            same.evidence["cases"] += 1
+            same.evidence["rows"] += [public_row(r) for r in rows if r]
+            same.message += f"\n{kind} between {refs}: {message}"
+            same.title = f"{same.evidence['cases']} problems in relation {relation}, first: {same.evidence['first']}"
+            same.source = join_sources([same.source] + [r["source"] for r in rows if r])
+            if status is Status.FAIL:
+                same.status = Status.FAIL
+            return
         self.findings.append(Finding(
-            id=f"CUDA-MATRIX-VALIDATE-{relation}", area=AREA, status=status,
+            id=finding_id, area=AREA, status=status,
             title=f"{kind} between {refs}", message=message,
             remedy=remedy or "correct one of the rows against its source, or narrow its claim",
             evidence={"rows": [public_row(r) for r in rows if r], "relation": relation},
