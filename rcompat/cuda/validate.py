@@ -37,6 +37,7 @@ class _Collector:
         self.findings: list[Finding] = []
         self.checked = 0
         self.unverifiable: list[str] = []
+        self.cases = {Status.FAIL: 0, Status.WARN: 0}  # contradictions, tensions (several per finding)
 
     def relation(self, relation: str, status: Status, message: str, rows: list[dict], remedy: str = "") -> None:
         self.checked += 1
@@ -46,6 +47,7 @@ class _Collector:
         if status is Status.OK:
             return
         kind = "contradiction" if status is Status.FAIL else "tension"
+        self.cases[status] = self.cases.get(status, 0) + 1
         refs = ", ".join(row_ref(r) for r in rows if r)
         finding_id = f"CUDA-MATRIX-VALIDATE-{relation}"
         same = next((f for f in self.findings if f.id == finding_id), None)
@@ -78,8 +80,7 @@ def validate_tables(tables_dir: "str | Path | None" = None) -> Report:
     _end_to_end_driver(t, c)
     _driver_monotone(t, c)
     _duplicates(t, c)
-    contradictions = [f for f in c.findings if f.status is Status.FAIL]
-    tensions = [f for f in c.findings if f.status is Status.WARN]
+    contradictions, tensions = range(c.cases[Status.FAIL]), range(c.cases[Status.WARN])
     rows = sum(len(getattr(t, n)) for n in ("driver", "cublas", "cudnn", "torch", "rtorch", "tensorflow"))
     summary = Finding(
         id="CUDA-MATRIX-VALIDATE", area=AREA, status=Status.FAIL if contradictions else Status.OK,
