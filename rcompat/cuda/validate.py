@@ -55,10 +55,19 @@ class _Collector:
             if "cases" not in same.evidence:
                 same.evidence["cases"], same.evidence["first"] = 1, same.title
                 same.message = f"{same.title}: {same.message}"
+                first_claim, _, first_verdict = same.message.partition(", but ")
+                same.evidence["claim"], same.evidence["verdict"] = first_claim.split(": ", 1)[-1], first_verdict
             same.evidence["cases"] += 1
             same.evidence["rows"] += [public_row(r) for r in rows if r]
-            same.message += f"\n{kind} between {refs}: {message}"
-            same.title = f"{same.evidence['cases']} problems in relation {relation}, first: {same.evidence['first']}"
+            claim, _, verdict = message.partition(", but ")
+            if verdict and same.evidence.get("verdict") == verdict:  # the same table verdict: said once
+                same.message = same.message.replace(f", but {verdict}", f"; {kind} between {refs}: {claim}, but {verdict}")
+                same.message = same.message.replace(f": {same.evidence['claim']}, but {verdict}",
+                                                    f": {same.evidence['claim']}", 1)
+            else:
+                same.message += f"\n{kind} between {refs}: {message}"
+            same.evidence["claim"], same.evidence["verdict"] = claim, verdict
+            same.title = f"{same.evidence['cases']} problems in relation {relation}"
             same.source = join_sources([same.source] + [r["source"] for r in rows if r])
             if status is Status.FAIL:
                 same.status = Status.FAIL
@@ -66,7 +75,7 @@ class _Collector:
         self.findings.append(Finding(
             id=finding_id, area=AREA, status=status,
             title=f"{kind} between {refs}", message=message,
-            remedy=remedy or "correct one of the rows against its source, or narrow its claim",
+            remedy=remedy,  # the general one ("correct a row …") is the summary's, said once
             evidence={"rows": [public_row(r) for r in rows if r], "relation": relation},
             source=join_sources(r["source"] for r in rows if r)))
 
@@ -86,6 +95,7 @@ def validate_tables(tables_dir: "str | Path | None" = None) -> Report:
         id="CUDA-MATRIX-VALIDATE", area=AREA, status=Status.FAIL if contradictions else Status.OK,
         title=(f"{len(contradictions)} contradiction(s) in the CUDA tables" if contradictions
                else "the CUDA tables are consistent with each other"),
+        remedy="correct one of the rows against its source, or narrow its claim" if c.findings else "",
         message=f"{rows} rows, {c.checked} cross-table relations checked: {len(contradictions)} "
                 f"contradiction(s), {len(tensions)} tension(s), {len(c.unverifiable)} unverifiable",
         evidence={"files": t.files, "unverifiable": c.unverifiable})

@@ -124,8 +124,9 @@ def check_packages(ctx) -> Iterable[Finding]:
                      remedy=f"Reinstall {name} (remove {pkg.path} first if a failed install left it).",
                      evidence=evidence)
         else:
-            yield _f(fid, Status.SKIP, f"{name} not installed",
-                     message=f"not found in {', '.join(facts.lib_paths)}")
+            # No message: the library paths searched are R-VERSION's, and would repeat once per package.
+            yield _f(fid, Status.SKIP, f"{name} not installed in R's library paths",
+                     evidence={"lib_paths": list(facts.lib_paths)})
 
 
 def check_compiler(ctx) -> Iterable[Finding]:

@@ -163,7 +163,8 @@ def render_text(report: Report) -> str:
     apis = [f for f in report.findings if f.id != "SCAN-CLEAN"]
     uses = [(f, use) for f in apis for use in f.evidence.get("uses", [])]
     for f, use in uses:  # a compiler-style first line; the explanation wrapped under it
-        lines.append(one_line(f"{use['file']}:{use['line']}:{use['column']}: {f.status.value} {f.id}"))
+        lines.extend(wrap(one_line(f"{use['file']}:{use['line']}:{use['column']}: {f.status.value} {f.id}"), "",
+                          subsequent="    "))
         lines.extend(wrap(one_line(f"{f.message} Fix: {f.remedy}. [{f.confidence}; {f.source}]"), "    "))
     facts = report.facts.get(AREA, {})
     removed = sum(1 for f, _ in uses if f.status is Status.FAIL)
