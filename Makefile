@@ -12,7 +12,7 @@ TORCH_REQUIREMENT ?= torch==2.13.0
 PYTEST_ARGS ?=
 ARGS ?=
 
-.PHONY: all setup system doctor test bench fuzz clean
+.PHONY: all setup system doctor test bench fuzz docs-check clean
 
 all: test
 
@@ -46,6 +46,10 @@ bench: setup
 
 fuzz: setup
 	$(BIN)/python benchmarks/fuzz_elf.py
+
+# Re-runs every `$ rcompat …` sample of README.md and docs/ and checks its exit code and findings.
+docs-check: setup
+	$(BIN)/python scripts/docs_check.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info

@@ -145,6 +145,10 @@ def test_stacks_and_driver(report):
     assert torch.status is Status.WARN and torch.title == "torch: 2.13.0+cpu → 2.14.1+cu130"
     [same] = by_id(report, "UPGRADE-STACK")
     assert any(s.startswith("glibc 2.") for s in same.evidence["unchanged"])
+    # the general remedy of a changed component is said once; the other warnings point to it (issue 20.5)
+    remedies = [f.remedy for f in report.findings if f.id.startswith("UPGRADE-STACK-") and f.remedy]
+    assert len(remedies) == len(set(remedies)) or all(r.startswith("as for UPGRADE-STACK-") for r in remedies[1:])
+    assert sum("rebuild any that fail" in r for r in remedies) <= 1
     [driver] = by_id(report, "UPGRADE-DRIVER")
     assert driver.status is Status.FAIL
     assert driver.evidence["min_driver"] == load_tables().min_driver(driver.evidence["cuda"])
