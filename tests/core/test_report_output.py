@@ -34,7 +34,13 @@ COMMANDS = {
     "maps": ["maps", "--file", str(FIX / "maps/r_reticulate_cuda_two_libtorch.maps")],
     "snapshot diff": ["snapshot", "diff", str(FIX / "snapshots/before.json"), str(FIX / "snapshots/after.json")],
     "scan": ["scan", str(FIX / "scan/project")],
+    "r verify": ["r", "verify"],
+    "explain": ["explain", "--from-file", str(FIX / "logs" / "lantern-not-loaded.log")],
 }
+# explain over a log holding one symptom several times repeats its id today; explain and its table
+# belong to the issue-20.1 work (branch i20a), which makes every symptom of a log a finding.
+EXPLAIN_IDS = pytest.mark.xfail(reason="explain repeats a symptom's id for each occurrence (i20a's explain work)",
+                                strict=False)
 
 
 def cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -54,6 +60,14 @@ def outputs():
         assert first.returncode in (0, 1) and text.returncode == first.returncode, (name, first.stderr)
         got[name] = (json.loads(first.stdout), json.loads(second.stdout), text.stdout)
     return got
+
+
+@EXPLAIN_IDS
+def test_explain_over_every_log_at_once_gives_unique_ids(tmp_path):
+    log = tmp_path / "all.log"
+    log.write_text("\n".join(p.read_text() for p in sorted((FIX / "logs").glob("*.log"))))
+    ids = [f["id"] for f in json.loads(cli("explain", "--from-file", str(log), "--format", "json").stdout)["findings"]]
+    assert len(ids) > 3 and len(ids) == len(set(ids))
 
 
 @pytest.mark.parametrize("name", list(COMMANDS))
