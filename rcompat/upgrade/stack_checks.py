@@ -31,9 +31,10 @@ def stack_findings(old: Stack, new: Stack) -> list[Finding]:
             continue
         evidence = {"old": a.to_dict() if a else None, "new": b.to_dict() if b else None}
         # The general remedy is said once, by the first component that needs it; the others point there.
-        status, remedy = Status.WARN, (f"as for {generic_said}" if generic_said else
-                                       "objects built against the old one are rebound against the new one "
-                                       "below; rebuild any that fail")
+        status, remedy = Status.WARN, ("" if generic_said else
+                                       "objects built against the old versions are rebound against the new "
+                                       "ones below (this and every other changed component); rebuild any "
+                                       "that fail")
         generic = True
         if a and b and name in BACKWARD_COMPATIBLE:
             try:
