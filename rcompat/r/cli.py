@@ -175,4 +175,6 @@ def _rules_table(rules) -> str:
         lines.append(f"    {rule.title}")
         lines.append(f"    source: {rule.source}")
         lines.append("")
-    return "\n".join(lines)
+    from rcompat.render.text import wrap_page
+
+    return wrap_page("\n".join(lines))

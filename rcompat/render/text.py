@@ -110,3 +110,16 @@ def wrap(text: str, indent: str, width: int = DEFAULT_WIDTH, subsequent: str | N
         if not empty:
             out.append(line)
     return out
+
+
+def wrap_page(text: str, width: int = DEFAULT_WIDTH) -> str:
+    """A page of `label:   value` lines (`rcompat r facts`, `cuda probe`, `r rules`) fitted to `width`:
+    a line that fits stays; a longer one continues under its value's column (or its own indent)."""
+    import re
+
+    out = []
+    for line in text.split("\n"):
+        lead = re.match(r"\s*(?:\S+(?: \S+)?:? {2,}(?=\S))?", line).group()
+        hang = " " * len(lead) if len(lead) <= width // 2 else re.match(r"\s*", line).group() + "    "
+        out.extend(wrap(line[len(lead):], lead, width, hang) if len(line) > width else [line])
+    return "\n".join(out)

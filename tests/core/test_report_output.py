@@ -135,3 +135,10 @@ def test_help_and_reports_follow_the_terminal_width():
     assert "12  (4|8) an incompatible change" in narrow.stdout  # the epilog keeps its lines
     report = cli(*COMMANDS["matrix check"], env={"COLUMNS": "60"})
     assert not _too_wide(report.stdout, 60) and max(map(len, report.stdout.splitlines())) > 40
+
+
+@pytest.mark.parametrize("args", [("cuda", "probe"), ("r", "facts", "--no-discover"), ("r", "rules")])
+def test_fact_pages_fit_80_columns(args):
+    run = cli(*args, env={"COLUMNS": ""})
+    assert run.returncode == 0, run.stderr
+    assert not _too_wide(run.stdout) and len(run.stdout.splitlines()) > 3
