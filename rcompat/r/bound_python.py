@@ -81,7 +81,8 @@ def module_findings(ret: Mapping[str, Any], python: Mapping[str, Any], installed
                        f"{version}: the two are different Pythons (see R-RETICULATE-PYTHON).")
         else:
             message = f"{where} has no {module}; R {row['r_package']} needs it through reticulate."
-        remedy = (f"Pin reticulate to {where}: RETICULATE_PYTHON={where} in ~/.Renviron." if version
+        pin = python.get("libpython_interpreter") or where  # the interpreter R-RETICULATE-PYTHON pins
+        remedy = (f"Pin reticulate to {pin} (RETICULATE_PYTHON, see R-RETICULATE-PYTHON)." if version
                   else row["remedy"].format(python=where))
         out.append(Finding(status=Status.WARN, title=f"reticulate's Python lacks {module}", message=message,
                            remedy=remedy, **common))
