@@ -38,7 +38,7 @@ def test_agreeing_facts_raise_nothing():
 def test_numpy_reticulate_cannot_see_is_reported_with_the_pin_and_a_missing_one_with_the_install():
     blind = module_findings(SHIM_CASE, SHIM_PYTHON, {"reticulate"}, ROWS)
     assert [f.id for f in blind] == ["R-RETICULATE-NUMPY"] and blind[0].status.value == "warn"
-    assert "NOT FOUND" in blind[0].message and "RETICULATE_PYTHON=" in blind[0].remedy
+    assert "NOT FOUND" in blind[0].message and "Pin reticulate to /root/.pyenv/versions/3.11.7/bin/python3.11" in blind[0].remedy
     lacking = module_findings({**SHIM_CASE, "numpy": "2.4.6"}, {**SHIM_PYTHON, "python_packages": {}},
                               {"reticulate", "keras3"}, ROWS)
     assert {f.id: f.status.value for f in lacking} == {"R-RETICULATE-NUMPY": "warn", "R-KERAS3-PYTHON": "warn"}
