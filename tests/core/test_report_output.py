@@ -37,10 +37,6 @@ COMMANDS = {
     "r verify": ["r", "verify"],
     "explain": ["explain", "--from-file", str(FIX / "logs" / "lantern-not-loaded.log")],
 }
-# explain over a log holding one symptom several times repeats its id today; explain and its table
-# belong to the issue-20.1 work (branch i20a), which makes every symptom of a log a finding.
-EXPLAIN_IDS = pytest.mark.xfail(reason="explain repeats a symptom's id for each occurrence (i20a's explain work)",
-                                strict=False)
 
 
 def cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -62,7 +58,6 @@ def outputs():
     return got
 
 
-@EXPLAIN_IDS
 def test_explain_over_every_log_at_once_gives_unique_ids(tmp_path):
     log = tmp_path / "all.log"
     log.write_text("\n".join(p.read_text() for p in sorted((FIX / "logs").glob("*.log"))))
