@@ -78,9 +78,12 @@ def entry_path(kind: str, name: str) -> Path:
 def read_entry(path: Path, fmt: int) -> bytes | None:
     """The payload of a cache file of format `fmt`; None when missing, truncated, corrupt or of
     another format (the caller rebuilds and writes it again)."""
-    try:
-        data = path.read_bytes()
-    except OSError:
+    from rcompat.errors import RcompatError
+    from rcompat.inputs import read_input
+
+    try:  # a FIFO or device put in its place is a miss, never a read that waits or never ends
+        data = read_input(path, "cache")
+    except (OSError, RcompatError):
         return None
     if len(data) < _HEADER.size:
         return None
@@ -123,6 +126,8 @@ def write_entry(path: Path, fmt: int, payload: bytes) -> bool:
 
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
+        if path.is_symlink() or path.exists() and not (path.is_file() or path.is_dir()):
+            path.unlink()  # the cache directory is rcompat's own: a FIFO or link there is replaced, not written through
         with replaced_atomically(path) as tmp:
             with open(tmp, "wb") as fh:
                 fh.write(_HEADER.pack(_MAGIC, fmt, len(payload), zlib.crc32(payload)))

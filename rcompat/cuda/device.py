@@ -117,11 +117,14 @@ def package_versions() -> dict[str, str]:
 
 
 def _read_cache(file: Path, key: dict[str, Any]) -> tuple[DeviceChoice | None, str]:
-    try:
-        text = file.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    from rcompat.errors import RcompatError
+    from rcompat.inputs import read_text_input
+
+    if not os.path.lexists(file):
         return None, "miss"
-    except OSError:
+    try:  # a FIFO or device in its place is unreadable, never a read that waits
+        text = read_text_input(file, "cache")
+    except (OSError, RcompatError):
         return None, "unreadable"
     try:
         data = json.loads(text)
