@@ -42,6 +42,7 @@ bench: setup
 
 fuzz: setup
 	$(BIN)/python benchmarks/fuzz_elf.py
+	$(BIN)/python benchmarks/fuzz_npz.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info
