@@ -40,6 +40,7 @@ LIMITS: dict[str, Limit] = {
     "cache": Limit("cache entries", 512),
     "record": Limit("parity records", 4096),
     "image": Limit("images and their layers", 65536),
+    "disk": Limit("files kept from an image's layers", 65536),
 }
 
 
