@@ -12,18 +12,18 @@ from __future__ import annotations
 import os
 import resource
 import signal
+import stat
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 REPO = Path(__file__).resolve().parents[2]
 MIB = 1 << 20
 
 
-@dataclass
-class Outcome:
+class Outcome(NamedTuple):  # not a dataclass: this file is loaded by path, outside sys.modules
     returncode: int
     stdout: str
     stderr: str
@@ -40,6 +40,7 @@ class Sentinel:
         self.work = root / "work"
         self.tmp = root / "tmp"
         self.cache = root / "home" / ".cache"
+        self.outside = root / "outside"
         self._before: dict[str, tuple] | None = None
 
     def env(self) -> dict[str, str]:
@@ -55,7 +56,10 @@ class Sentinel:
             for name in dirnames + filenames:
                 path = os.path.join(dirpath, name)
                 st = os.lstat(path)
-                seen[os.path.relpath(path, self.root)] = (st.st_mode >> 12, st.st_size, st.st_mtime_ns)
+                if stat.S_ISDIR(st.st_mode):  # a temp made and removed inside changes only its mtime
+                    seen[os.path.relpath(path, self.root)] = (st.st_mode >> 12,)
+                else:
+                    seen[os.path.relpath(path, self.root)] = (st.st_mode >> 12, st.st_size, st.st_mtime_ns)
         return seen
 
     def run(self, *argv: str, mem_mb: int = 1024, cpu_s: int = 60, wall_s: float = 60, fsize_mb: int = 64,
