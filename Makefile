@@ -43,6 +43,7 @@ bench: setup
 fuzz: setup
 	$(BIN)/python benchmarks/fuzz_elf.py
 	$(BIN)/python benchmarks/fuzz_npz.py
+	$(BIN)/python benchmarks/fuzz_image.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info
