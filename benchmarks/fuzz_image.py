@@ -8,30 +8,24 @@ runs a few hundred cases; `make fuzz` runs 5,000:
 """
 from __future__ import annotations
 
-import argparse
 import importlib.util
 import os
 import random
-import resource
 import shutil
-import signal
 import sys
 import tempfile
-import time
-import traceback
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+from _fuzzing import common_mutation, fuzz, main as fuzz_main  # noqa: E402
 
 from rcompat.errors import RcompatError  # noqa: E402
 
 CASE_LIMIT_S = 10
 MEMORY_LIMIT = 2 << 30
-
-
-class Hang(Exception):
-    pass
 
 
 def _images():
@@ -76,28 +70,18 @@ def mutations(data: bytes, rng: random.Random):
     bounds = header_offsets(data)
     while True:
         kind = rng.choice(["flip", "stomp", "truncate", "field", "json"])
-        buf = bytearray(data)
-        if kind == "flip":
-            for _ in range(rng.randint(1, 8)):
-                i = rng.randrange(len(buf))
-                buf[i] ^= 1 << rng.randrange(8)
-        elif kind == "stomp":
-            i = rng.randrange(len(buf))
-            n = rng.choice([1, 2, 4, 8, 12])
-            buf[i:i + n] = rng.choice([b"\xff", b"\x00", b"7", b"/", b"["]) * n
-            buf = buf[:len(data)]
-        elif kind == "field":  # a header's size, type or name: what the walk trusts
+        mutant = common_mutation(kind, data, rng, bounds, (b"\xff", b"\x00", b"7", b"/", b"["))
+        if mutant is None:
+            buf = bytearray(data)
             i = rng.choice(bounds)
-            for j in range(i, min(i + 12, len(buf))):
-                buf[j] = rng.choice(b"0123456777\0 /.Sx")
-        elif kind == "json":
-            i = rng.choice(bounds)
-            buf[i:i + 1] = rng.choice([b"[" * 200, b"5", b'"', b"{}", b"null", b"[1]"])[:1] * rng.randint(1, 3)
-            buf = buf[:len(data)]
-        else:
-            cut = rng.choice(bounds) + rng.choice([-1, 0, 1, 100])
-            buf = buf[:max(0, min(cut, len(buf)))]
-        yield kind, bytes(buf)
+            if kind == "field":  # a header's size, type or name: what the walk trusts
+                for j in range(i, min(i + 12, len(buf))):
+                    buf[j] = rng.choice(b"0123456777\0 /.Sx")
+            else:  # "json": a manifest or config made deep, of another type, or unterminated
+                buf[i:i + 1] = rng.choice([b"[" * 200, b"5", b'"', b"{}", b"null", b"[1]"])
+                buf = buf[:len(data)]
+            mutant = bytes(buf)
+        yield kind, mutant
 
 
 def exercise(path: Path, tmpdir: Path) -> None:
@@ -111,65 +95,25 @@ def exercise(path: Path, tmpdir: Path) -> None:
 def run(cases: int, seed: int = 1, workdir: Path | None = None) -> dict:
     rng = random.Random(seed)
     tmp = Path(workdir or tempfile.mkdtemp(prefix="rcompat-fuzz-image-"))
-    originals = [(p.name, p.read_bytes()) for p in seed_images(tmp)]
-    generators = [mutations(data, rng) for _name, data in originals]
-    target, roots = tmp / "mutant.tar", tmp / "roots"
+    generators = [(p.name, mutations(p.read_bytes(), rng)) for p in seed_images(tmp)]
+    roots = tmp / "roots"
     roots.mkdir()
-    failures: list[str] = []
-    outcomes = {"ok": 0, "RcompatError": 0}
 
-    def on_alarm(signum, frame):
-        raise Hang()
+    def mutants():
+        while True:
+            for name, generator in generators:
+                kind, data = next(generator)
+                yield f"{kind} of {name}", data
 
-    old = signal.signal(signal.SIGALRM, on_alarm)
-    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, hard))
-    start = time.monotonic()
-    try:
-        for case in range(cases):
-            k = case % len(originals)
-            kind, data = next(generators[k])
-            target.write_bytes(data)
-            signal.alarm(CASE_LIMIT_S)
-            try:
-                exercise(target, roots)
-                outcomes["ok"] += 1
-            except RcompatError as exc:
-                outcomes["RcompatError"] += 1
-                if "\n" in str(exc) or len(str(exc)) > 600:
-                    failures.append(f"case {case} ({kind} of {originals[k][0]}): not one short line: {exc!r:.300}")
-            except Hang:
-                failures.append(f"case {case} ({kind} of {originals[k][0]}): no result in {CASE_LIMIT_S} s")
-            except BaseException as exc:  # noqa: BLE001 - exactly what this hunts for
-                keep = tmp / f"failure-{case}.tar"
-                keep.write_bytes(data)
-                failures.append(f"case {case} ({kind} of {originals[k][0]}, saved {keep}): {type(exc).__name__}: "
-                                f"{exc}\n{traceback.format_exc(limit=4)}")
-            finally:
-                signal.alarm(0)
-            left = os.listdir(roots)
-            if left:
-                failures.append(f"case {case} ({kind} of {originals[k][0]}): left {left[:3]} behind")
-                for name in left:
-                    shutil.rmtree(roots / name, ignore_errors=True)
-    finally:
-        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
-        signal.signal(signal.SIGALRM, old)
-    return {"cases": cases, "outcomes": outcomes, "failures": failures, "seconds": round(time.monotonic() - start, 2)}
+    def leftovers(case: int, label: str) -> list[str]:
+        left = os.listdir(roots)
+        for name in left:
+            shutil.rmtree(roots / name, ignore_errors=True)
+        return [f"case {case} ({label}): left {left[:3]} behind"] if left else []
 
-
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--cases", type=int, default=5_000)
-    ap.add_argument("--seed", type=int, default=1)
-    args = ap.parse_args()
-    result = run(args.cases, args.seed)
-    print(f"{result['cases']} cases in {result['seconds']} s: {result['outcomes']['ok']} read, "
-          f"{result['outcomes']['RcompatError']} RcompatError, {len(result['failures'])} failures")
-    for f in result["failures"][:20]:
-        print(f)
-    return 1 if result["failures"] else 0
+    return fuzz(mutants(), cases, lambda path: exercise(path, roots), RcompatError, tmp / "mutant.tar",
+                limit_s=CASE_LIMIT_S, memory=MEMORY_LIMIT, after=leftovers)
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(fuzz_main(__doc__, run))
