@@ -157,3 +157,11 @@ def test_a_size_limit_names_the_file_the_limit_and_the_variable(sentinel, harnes
     rules.write_text("# padding\n" * 200_000)  # 2 MB
     outcome = sentinel.run("r", "rules", "--file", str(rules), env={"RCOMPAT_MAX_TABLE_MB": "1"})
     harness.assert_refused(sentinel, outcome, str(rules), "more than the 1 MiB limit", "RCOMPAT_MAX_TABLE_MB")
+
+
+def test_running_out_of_memory_is_an_error_never_a_result(sentinel, harness):
+    table = sentinel.inputs / "huge.toml"
+    with open(table, "wb") as fh:  # a 2 GiB regular file of holes: no disk used, 2 GiB when read
+        fh.truncate(2 << 30)
+    outcome = sentinel.run("r", "rules", "--file", str(table), env={"RCOMPAT_MAX_TABLE_MB": "4096"}, mem_mb=768)
+    harness.assert_refused(sentinel, outcome, "out of memory")
