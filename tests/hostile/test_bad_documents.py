@@ -40,6 +40,7 @@ def test_deep_or_broken_documents_are_one_line(sentinel, harness, argv, content,
 @pytest.mark.parametrize("edit, needle", [
     (lambda m: m["cases"]["m"]["outputs"].update(m_f32=["float32"]), "precision ['float32']"),
     (lambda m: m.update(deep=json.loads("[" * 60 + "]" * 60)), ""),  # 60 deep: allowed, then consistent
+    (lambda m: m.update(deep=json.loads("[" * 500 + "]" * 500)), "nested more than 64 levels"),
 ])
 def test_parity_manifest_types(sentinel, harness, edit, needle):
     a = _record(sentinel.inputs / "a.npz", edit)

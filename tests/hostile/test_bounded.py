@@ -165,3 +165,12 @@ def test_running_out_of_memory_is_an_error_never_a_result(sentinel, harness):
         fh.truncate(2 << 30)
     outcome = sentinel.run("r", "rules", "--file", str(table), env={"RCOMPAT_MAX_TABLE_MB": "4096"}, mem_mb=768)
     harness.assert_refused(sentinel, outcome, "out of memory")
+
+
+def test_the_disk_budget_is_named_with_its_variable(sentinel, harness, tmp_path, load_helper):
+    images = _images(load_helper, harness)
+    layer = images.write_layer(tmp_path / "layer.tar", [images.file(METADATA, bytes(3 << 20))])
+    image = images.docker_save(sentinel.inputs / "image.tar", [([layer], {}, ["t:1"])])
+    (sentinel.inputs / "new").mkdir()
+    outcome = sentinel.run("upgrade", str(image), str(sentinel.inputs / "new"), env={"RCOMPAT_MAX_DISK_MB": "2"})
+    harness.assert_refused(sentinel, outcome, "layer 1/1", "more than the 2 MiB limit", "RCOMPAT_MAX_DISK_MB")
