@@ -12,10 +12,12 @@ def comparison_rows(result: "RaceResult") -> tuple[list[str], list[list[str]]]:
     summaries = {m: result.summary(m) for m in modes}
     kinds = []
     for m in modes:
-        kinds += [k for k in summaries[m]["failures_by_kind"] if k not in kinds]
+        kinds += [k for k in summaries[m]["failures_by_kind"] if k not in kinds and k != "starved"]
     rows = [["trials"] + [str(summaries[m]["trials"]) for m in modes],
             ["failed trials"] + [str(summaries[m]["failed"]) for m in modes]]
     rows += [[f"  {k}"] + [str(summaries[m]["failures_by_kind"].get(k, 0)) for m in modes] for k in kinds]
+    if any(summaries[m]["starved"] for m in modes):  # no verdict: neither passed nor failed
+        rows.append(["starved of CPU"] + [str(summaries[m]["starved"]) for m in modes])
     rows += [["signals"] + [", ".join(summaries[m]["signals"]) or "-" for m in modes],
              ["ops completed"] + [str(summaries[m]["ops_completed"]) for m in modes],
              ["ops failed"] + [str(summaries[m]["ops_failed"]) for m in modes],

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rcompat.errors import RcompatError
+from rcompat.errors import RcompatError, UsageError
 from rcompat.inputs import read_input
 from rcompat.model import Finding, Report, Status
 from rcompat.versions import Version
@@ -109,7 +109,10 @@ def check_lockfile(path: "str | Path", rules_path: "str | Path | None" = None,
                    cuda: str | None = None) -> Report:
     """Findings for the pins in `path`: one summary of what was read, then every rule that fires."""
     from rcompat.tools.engines import cuda_layer_findings, load_r_rules, r_rule_findings
+    from rcompat.cuda.tables import version
 
+    if cuda is not None and version(cuda.strip()) is None:  # refused before reading, not silently ignored
+        raise UsageError(f"--cuda {cuda!r} is not a CUDA version (e.g. 12.4)")
     lock = read_lockfile(path)
     report = Report(command="lock check")
     report.facts[AREA] = lock.to_dict()
@@ -135,5 +138,12 @@ def check_lockfile(path: "str | Path", rules_path: "str | Path | None" = None,
             message=f"Checked R {lock.r_version or '?'} and {len(lock.packages)} package pin(s) against "
                     f"{'the rules in ' + str(rules_path) if rules_path else 'rcompat/data/r_rules.toml'}."))
     if cuda and "torch" in lock.packages:
-        report.add(cuda_layer_findings({"rtorch": lock.packages["torch"], "cuda": cuda}))
+        report.add(cuda_layer_findings({"rtorch": lock.packages["torch"], "cuda": cuda.strip()}))
+    elif cuda:
+        report.add(Finding(
+            id="LOCK-CUDA", area=AREA, status=Status.SKIP,
+            title=f"--cuda {cuda.strip()} not checked: the lockfile pins no R torch",
+            message=f"{lock.path} pins no version of the R package torch, so there is no LibTorch build "
+                    "to judge against the CUDA tables.",
+            remedy="Pin torch in the lockfile, or leave out --cuda."))
     return report
