@@ -79,17 +79,6 @@ def entry_path(kind: str, name: str) -> Path:
     return default_cache_dir() / kind / name
 
 
-<<<<<<< HEAD
-def read_entry(path: Path, fmt: int) -> bytes | None:
-    """The payload of a cache file of format `fmt`; None when missing, truncated, corrupt or of
-    another format (the caller rebuilds and writes it again)."""
-    from rcompat.errors import RcompatError
-    from rcompat.inputs import read_input
-
-    try:  # a FIFO or device put in its place is a miss, never a read that waits or never ends
-        data = read_input(path, "cache")
-    except (OSError, RcompatError):
-=======
 def _open_regular(path: Path) -> "tuple[BinaryIO, int] | None":
     """(open binary file, size) when `path` is a regular file and not a link to one, else None.
     Opened without blocking and checked on the open descriptor, so a FIFO or a device swapped in
@@ -97,7 +86,6 @@ def _open_regular(path: Path) -> "tuple[BinaryIO, int] | None":
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
     except OSError:
->>>>>>> main
         return None
     st = os.fstat(fd)
     if not stat.S_ISREG(st.st_mode):
@@ -215,8 +203,6 @@ def write_entry(path: Path, fmt: int, payload: bytes) -> bool:
     try:
         clear_damaged(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        if path.is_symlink() or path.exists() and not (path.is_file() or path.is_dir()):
-            path.unlink()  # the cache directory is rcompat's own: a FIFO or link there is replaced, not written through
         with replaced_atomically(path) as tmp:
             with open(tmp, "wb") as fh:
                 fh.write(_HEADER.pack(_MAGIC, fmt, len(payload), zlib.crc32(payload)))

@@ -122,21 +122,10 @@ def package_versions() -> dict[str, str]:
 
 
 def _read_cache(file: Path, key: dict[str, Any]) -> tuple[DeviceChoice | None, str]:
-<<<<<<< HEAD
-    from rcompat.errors import RcompatError
-    from rcompat.inputs import read_text_input
-
-    if not os.path.lexists(file):
-        return None, "miss"
-    try:  # a FIFO or device in its place is unreadable, never a read that waits
-        text = read_text_input(file, "cache")
-    except (OSError, RcompatError):
-=======
     if not os.path.lexists(file):
         return None, "miss"
     raw = read_regular_file(file, CACHE_LIMIT)  # a FIFO, a directory or a huge file is no entry
     if raw is None:
->>>>>>> main
         return None, "unreadable"
     try:
         data = json.loads(raw.decode("utf-8"))

@@ -24,17 +24,11 @@ def register(sub) -> None:
                     "TF32, seed, per-case status). Exit 0 when every case ran or was skipped, 1 when a case "
                     "failed (the file is written anyway), 2 on rcompat's own error.")
     r.add_argument("--output", "-o", metavar="FILE", required=True, help="the .npz to write (atomically)")
-<<<<<<< HEAD
-    r.add_argument("--inputs", metavar="FILE", help="reuse the inputs (and seed) of this record, so both sides "
-                                                    "compute on identical inputs")
-    r.add_argument("--seed", type=whole_number(0, 2**32 - 1), metavar="N",
-                   help="seed of the NumPy generator of the inputs (default 0)")
-=======
     given = r.add_mutually_exclusive_group()  # the reused inputs carry their own seed
     given.add_argument("--inputs", metavar="FILE", help="reuse the inputs (and seed) of this record, so both "
                                                         "sides compute on identical inputs")
-    given.add_argument("--seed", type=int, metavar="N", help="seed of the NumPy generator of the inputs (default 0)")
->>>>>>> main
+    given.add_argument("--seed", type=whole_number(0, 2**32 - 1), metavar="N",
+                       help="seed of the NumPy generator of the inputs (default 0)")
     r.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
                    help="where torch computes (default cpu); cuda without a GPU records every case as skipped")
     r.add_argument("--threads", type=whole_number(1, 4096, "threads"), default=0, metavar="N",
