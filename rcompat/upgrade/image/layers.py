@@ -306,7 +306,7 @@ class _Window(io.RawIOBase):
         if self._hasher is None:
             return
         self._hash_upto(self._blob.size)
-        check_digest(self._hasher, b"", self._blob.digest, "the layer")
+        check_digest(self._hasher, b"", self._blob.digest, "")
 
     def _hash_upto(self, end: int) -> None:
         while self._hashed < end:

@@ -293,7 +293,8 @@ def check_digest(hasher, data: bytes, digest: str, where: str) -> None:
         return
     hasher.update(data)
     if hasher.hexdigest() != digest.partition(":")[2]:
-        raise ImageError(f"{where}: content does not match its digest {digest[:19]}…: corrupt or tampered with")
+        what = f"{where}: content" if where else "content"  # a layer's message is prefixed by its caller
+        raise ImageError(f"{what} does not match its digest {digest[:19]}…: corrupt or tampered with")
 
 
 def new_hasher(digest: str):
