@@ -46,6 +46,8 @@ bench: setup
 
 fuzz: setup
 	$(BIN)/python benchmarks/fuzz_elf.py
+	$(BIN)/python benchmarks/fuzz_npz.py
+	$(BIN)/python benchmarks/fuzz_image.py
 
 # Re-runs every `$ rcompat …` sample of README.md and docs/ and checks its exit code and findings.
 docs-check: setup

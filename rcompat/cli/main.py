@@ -104,6 +104,10 @@ def _main(argv: list[str]) -> int:
         return exit_code(exc)
     except BrokenPipeError:
         return EXIT_OK
+    except MemoryError:  # an input larger than the memory this run may use: never swallowed, never exit 0
+        sys.stderr.write("rcompat: error: out of memory: an input is larger than this run's memory allows "
+                         "(see docs/security.md for the size limits of each kind of input)\n")
+        return EXIT_ERROR
     except (RcompatError, OSError) as exc:
         if debug:
             raise

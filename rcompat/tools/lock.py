@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from rcompat.errors import RcompatError, UsageError
-from rcompat.inputs import require_file
+from rcompat.inputs import read_input
 from rcompat.model import Finding, Report, Status
 from rcompat.versions import Version
 
@@ -54,14 +54,10 @@ class Lockfile:
 
 
 def read_lockfile(path: "str | Path") -> Lockfile:
-    p = require_file(path, error=LockfileError)
-    try:
-        doc = json.loads(p.read_text(encoding="utf-8"))
-    except UnicodeDecodeError as exc:
-        raise LockfileError(f"{path}: not a text file ({exc.reason})") from exc
-    except json.JSONDecodeError as exc:
-        raise LockfileError(f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); "
-                            "expected an renv.lock or a pak pkg.lock") from exc
+    from rcompat.documents import parse_json
+
+    doc = parse_json(read_input(path, "json", error=LockfileError), str(path), LockfileError,
+                     hint="expected an renv.lock or a pak pkg.lock")
     if isinstance(doc, dict) and isinstance(doc.get("Packages"), dict):
         return _from_renv(str(path), doc)
     if isinstance(doc, dict) and "lockfile_version" in doc and isinstance(doc.get("packages"), list):

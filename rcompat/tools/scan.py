@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from rcompat.errors import DataError, UsageError
+from rcompat.errors import DataError, RcompatError, UsageError
+from rcompat.inputs import read_text_input
 from rcompat.model import Finding, Report, Status
 
 AREA = "scan"
@@ -120,10 +121,10 @@ def scan(paths: Iterable[str], apis: list[Api] | None = None) -> Report:
     for path, lang in iter_source_files(paths):
         files += 1
         try:
-            if path.stat().st_size > MAX_FILE_BYTES:
-                continue
-            text = path.read_text(encoding="utf-8", errors="replace")
-        except OSError:
+            if not path.is_file() or path.stat().st_size > MAX_FILE_BYTES:
+                continue  # a FIFO or device among the sources is skipped, never read
+            text = read_text_input(path, "log", errors="replace")
+        except (OSError, RcompatError):
             continue
         for lineno, line in enumerate(text.splitlines(), 1):
             code = code_part(line)
