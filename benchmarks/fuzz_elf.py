@@ -10,23 +10,19 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import random
-import signal
 import sys
 import tempfile
-import time
-import traceback
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+from _fuzzing import fuzz, summary  # noqa: E402
 
 from rcompat.elf.errors import ElfError  # noqa: E402
 
 CASE_LIMIT_S = 5
-
-
-class Hang(Exception):
-    pass
 
 
 def exercise(path: Path) -> None:
@@ -84,41 +80,16 @@ def section_boundaries(path: Path) -> list[int]:
 
 def run(sources: list[Path], cases: int, seed: int = 1, workdir: Path | None = None) -> dict:
     rng = random.Random(seed)
-    failures: list[str] = []
-    outcomes = {"ok": 0, "ElfError": 0}
     tmp = Path(workdir or tempfile.mkdtemp(prefix="rcompat-fuzz-"))
-    originals = [(p, p.read_bytes(), section_boundaries(p)) for p in sources]
-    generators = [mutations(data, rng, bounds) for _, data, bounds in originals]
-    target = tmp / "mutant.so"
+    generators = [(p.name, mutations(p.read_bytes(), rng, section_boundaries(p))) for p in sources]
 
-    def on_alarm(signum, frame):
-        raise Hang()
+    def mutants():
+        while True:
+            for name, generator in generators:
+                kind, data = next(generator)
+                yield f"{kind} of {name}", data
 
-    old = signal.signal(signal.SIGALRM, on_alarm)
-    start = time.monotonic()
-    try:
-        for case in range(cases):
-            k = case % len(originals)
-            kind, data = next(generators[k])
-            target.write_bytes(data)
-            signal.alarm(CASE_LIMIT_S)
-            try:
-                exercise(target)
-                outcomes["ok"] += 1
-            except ElfError:
-                outcomes["ElfError"] += 1
-            except Hang:
-                failures.append(f"case {case} ({kind} of {originals[k][0].name}): no result in {CASE_LIMIT_S} s")
-            except Exception as exc:  # noqa: BLE001 - exactly what this hunts for
-                keep = tmp / f"failure-{case}.so"
-                keep.write_bytes(data)
-                failures.append(f"case {case} ({kind} of {originals[k][0].name}, saved {keep}): "
-                                f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=4)}")
-            finally:
-                signal.alarm(0)
-    finally:
-        signal.signal(signal.SIGALRM, old)
-    return {"cases": cases, "outcomes": outcomes, "failures": failures, "seconds": round(time.monotonic() - start, 2)}
+    return fuzz(mutants(), cases, exercise, ElfError, tmp / "mutant.so", limit_s=CASE_LIMIT_S)
 
 
 def _fixture_libs() -> list[Path]:
@@ -135,12 +106,7 @@ def main() -> int:
     ap.add_argument("--cases", type=int, default=10_000)
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()
-    result = run(args.libs or _fixture_libs(), args.cases, args.seed)
-    print(f"{result['cases']} cases in {result['seconds']} s: {result['outcomes']['ok']} read, "
-          f"{result['outcomes']['ElfError']} ElfError, {len(result['failures'])} failures")
-    for f in result["failures"][:20]:
-        print(f)
-    return 1 if result["failures"] else 0
+    return summary(run(args.libs or _fixture_libs(), args.cases, args.seed))
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ import sys
 from collections.abc import Sequence
 
 from rcompat import __version__
-from rcompat.cli.common import EXIT_ERROR, EXIT_OK, register_commands
+from rcompat.cli.common import EXIT_ERROR, EXIT_OK, HelpFormatter, register_commands
 from rcompat.errors import RcompatError
 
 COMMAND_MODULES = (
@@ -27,6 +27,10 @@ COMMAND_MODULES = (
 
 
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str) -> "None":  # one line, exit 2, like every other own error
         self.print_usage(sys.stderr)
         sys.stderr.write(f"{self.prog}: error: {message}\n")
@@ -100,6 +104,10 @@ def _main(argv: list[str]) -> int:
         return exit_code(exc)
     except BrokenPipeError:
         return EXIT_OK
+    except MemoryError:  # an input larger than the memory this run may use: never swallowed, never exit 0
+        sys.stderr.write("rcompat: error: out of memory: an input is larger than this run's memory allows "
+                         "(see docs/security.md for the size limits of each kind of input)\n")
+        return EXIT_ERROR
     except (RcompatError, OSError) as exc:
         if debug:
             raise

@@ -9,16 +9,10 @@ from __future__ import annotations
 import csv
 import os
 import functools
-import sys
 from pathlib import Path
 from typing import Any, Iterable
 
 from rcompat.errors import DataError
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 DATA_DIR = Path(__file__).resolve().parent
 CONFIDENCE = ("high", "medium", "low", "unverified")
@@ -31,11 +25,11 @@ def data_path(name: str) -> Path:
 
 def load_toml(path: "str | Path", table: str, required: Iterable[str] = ("id", "source")) -> list[dict[str, Any]]:
     """Rows of the array-of-tables `table` in a TOML file, each checked for `required` keys."""
+    from rcompat.documents import parse_toml
+    from rcompat.inputs import read_text_input
+
     path = _resolve(path)
-    try:
-        doc = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:  # a binary file given as a table
-        raise DataError(f"{path}: cannot read table: {exc}") from exc
+    doc = parse_toml(read_text_input(path, "table", "table", error=DataError), str(path), DataError)
     rows = doc.get(table)
     if not isinstance(rows, list):
         raise DataError(f"{path}: expected an array of tables [[{table}]]")
@@ -44,11 +38,11 @@ def load_toml(path: "str | Path", table: str, required: Iterable[str] = ("id", "
 
 def load_csv(path: "str | Path", required: Iterable[str] = ("source",)) -> list[dict[str, str]]:
     """Rows of a CSV table (header line first; lines starting with # are comments)."""
+    from rcompat.inputs import read_text_input
+
     path = _resolve(path)
-    try:
-        lines = [ln for ln in path.read_text(encoding="utf-8").splitlines() if not ln.lstrip().startswith("#")]
-    except (OSError, UnicodeDecodeError) as exc:  # a binary file given as a table
-        raise DataError(f"{path}: cannot read table: {exc}") from exc
+    text = read_text_input(path, "table", "table", error=DataError)
+    lines = [ln for ln in text.splitlines() if not ln.lstrip().startswith("#")]
     reader = csv.DictReader(lines)
     missing = [c for c in required if c not in (reader.fieldnames or [])]
     if missing:

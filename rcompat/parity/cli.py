@@ -27,7 +27,8 @@ def register(sub) -> None:
     given = r.add_mutually_exclusive_group()  # the reused inputs carry their own seed
     given.add_argument("--inputs", metavar="FILE", help="reuse the inputs (and seed) of this record, so both "
                                                         "sides compute on identical inputs")
-    given.add_argument("--seed", type=int, metavar="N", help="seed of the NumPy generator of the inputs (default 0)")
+    given.add_argument("--seed", type=whole_number(0, 2**32 - 1), metavar="N",
+                       help="seed of the NumPy generator of the inputs (default 0)")
     r.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
                    help="where torch computes (default cpu); cuda without a GPU records every case as skipped")
     r.add_argument("--threads", type=whole_number(1, 4096, "threads"), default=0, metavar="N",

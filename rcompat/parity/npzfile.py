@@ -13,7 +13,9 @@ ParityFileError naming the file and what is wrong.
 from __future__ import annotations
 
 import json
+import math
 import zipfile
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -25,6 +27,7 @@ FORMAT_VERSION = 1
 MANIFEST = "manifest"
 INPUT_PREFIX = "input/"
 # How each precision is stored: numpy has no bfloat16, and float32 holds every bfloat16 exactly.
+MAX_MEMBERS = 10_000
 STORAGE_DTYPE = {"float64": "float64", "float32": "float32", "tfloat32": "float32",
                  "float16": "float16", "bfloat16": "float32"}
 
@@ -63,16 +66,6 @@ def write_record(path: "str | Path", record: ParityRecord) -> Path:
 
 def read_record(path: "str | Path") -> ParityRecord:
     """The record in `path`, every array loaded and checked against the manifest."""
-    from rcompat.inputs import file_problem
-
-    problem = file_problem(path)
-    if problem:
-        raise ParityFileError(f"cannot read parity record {path}: {problem}")
-    with open(path, "rb") as fh:
-        head = fh.read(6)
-    if not head.startswith((b"PK\x03\x04", b"PK\x05\x06", b"\x93NUMPY")):
-        raise ParityFileError(f"{path}: not an npz file (no zip or .npy header); expected an rcompat parity "
-                              "record written by `rcompat parity record`")
     arrays = _load_arrays(path)
     if MANIFEST not in arrays:
         raise ParityFileError(f"{path}: an npz without a 'manifest' entry, not an rcompat parity record")
@@ -85,25 +78,68 @@ def read_record(path: "str | Path") -> ParityRecord:
 
 
 def _load_arrays(path: "str | Path") -> dict[str, Any]:
-    import numpy as np
+    """Every member of the npz, each header checked against the member's real size before its array is
+    allocated: a 16 MB file claiming a 100 GB array is refused, not loaded."""
+    from rcompat.inputs import limit_bytes, open_input, size_problem
 
-    try:
-        npz = np.load(path, allow_pickle=False)
-        if not isinstance(npz, np.lib.npyio.NpzFile):
+    with open_input(path, "record", "parity record", error=ParityFileError) as fh:
+        head = fh.read(6)
+        if not head.startswith((b"PK\x03\x04", b"PK\x05\x06", b"\x93NUMPY")):
+            raise ParityFileError(f"{path}: not an npz file (no zip or .npy header); expected an rcompat parity "
+                                  "record written by `rcompat parity record`")
+        if head.startswith(b"\x93NUMPY"):
             raise ParityFileError(f"{path}: a single .npy array, not an .npz parity record")
-        with npz:
-            return {name: _numeric(path, name, npz[name]) for name in npz.files}
-    except ParityFileError:
-        raise
-    except ValueError as exc:
-        text = str(exc)
-        if "pickle" in text.lower():
+        fh.seek(0)
+        try:
+            with zipfile.ZipFile(fh) as archive:
+                members = archive.infolist()
+                if len(members) > MAX_MEMBERS:
+                    raise ParityFileError(f"{path}: {len(members)} members; a parity record has at most {MAX_MEMBERS}")
+                total = sum(m.file_size for m in members)
+                if total > limit_bytes("record"):
+                    raise ParityFileError(f"{path}: its arrays unpack to {size_problem(total, 'record')}")
+                return dict(_member_array(path, archive, member) for member in members)
+        except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, zlib.error, NotImplementedError,
+                UnicodeDecodeError) as exc:  # a member name that is not UTF-8 though its flag says so
+            raise ParityFileError(f"{path}: truncated or corrupt npz ({type(exc).__name__}: "
+                                  f"{_one_line(str(exc))})") from None
+
+
+def _member_array(path: "str | Path", archive: zipfile.ZipFile, member: zipfile.ZipInfo) -> tuple[str, Any]:
+    import numpy as np
+    from numpy.lib import format as npy
+
+    if not member.filename.endswith(".npy") or member.is_dir():
+        raise ParityFileError(f"{path}: member {member.filename!r} is not a .npy array; not an rcompat parity record")
+    if member.flag_bits & 0x1:
+        raise ParityFileError(f"{path}: member {member.filename!r} is encrypted; not an rcompat parity record")
+    name = member.filename[:-len(".npy")]
+    with archive.open(member) as fh:
+        try:
+            version = npy.read_magic(fh)
+            readers = {(1, 0): npy.read_array_header_1_0, (2, 0): npy.read_array_header_2_0}
+            if version not in readers:
+                raise ValueError(f"format version {version}")
+            shape, fortran, dtype = readers[version](fh)
+        except ValueError as exc:
+            raise ParityFileError(f"{path}: member {member.filename!r} has no valid .npy header "
+                                  f"({_one_line(str(exc))})") from None
+        if dtype.hasobject:
             raise ParityFileError(f"{path}: holds pickled data (an object array); parity records hold "
-                                  "numeric arrays only and are never unpickled") from None
-        raise ParityFileError(f"{path}: not a readable npz: {_one_line(text)}") from None
-    except (zipfile.BadZipFile, EOFError, OSError, KeyError) as exc:
-        raise ParityFileError(f"{path}: truncated or corrupt npz ({type(exc).__name__}: "
-                              f"{_one_line(str(exc))})") from None
+                                  "numeric arrays only and are never unpickled")
+        if any(n < 0 for n in shape):
+            raise ParityFileError(f"{path}: member {member.filename!r} claims the shape {shape}")
+        claimed = math.prod(shape) * dtype.itemsize
+        held = member.file_size - fh.tell()
+        if claimed != held:
+            raise ParityFileError(f"{path}: member {member.filename!r} claims a {dtype} array of shape {shape} "
+                                  f"({claimed} bytes) but holds {held} bytes; the file is corrupt")
+        data = fh.read(claimed)  # the CRC is checked at the member's end
+        if len(data) != claimed:
+            raise EOFError(f"member {member.filename!r} ends early")
+    array = np.frombuffer(bytearray(data), dtype=dtype)
+    array = array.reshape(shape[::-1]).transpose() if fortran else array.reshape(shape)
+    return name, _numeric(path, name, array)
 
 
 def _numeric(path: "str | Path", name: str, array: Any) -> Any:
@@ -118,11 +154,10 @@ def _numeric(path: "str | Path", name: str, array: Any) -> Any:
 
 
 def _decode_manifest(path: "str | Path", array: Any) -> dict[str, Any]:
-    try:
-        manifest = json.loads(str(array[()]))
-    except ValueError as exc:
-        raise ParityFileError(f"{path}: the manifest is not valid JSON ({_one_line(str(exc))}); "
-                              "was the file edited by hand? Record it again") from None
+    from rcompat.documents import parse_json
+
+    manifest = parse_json(str(array[()]), f"{path}: the manifest", ParityFileError,
+                          hint="was the file edited by hand? Record it again")
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         raise ParityFileError(f"{path}: the manifest does not say format {FORMAT!r}; "
                               "not an rcompat parity record")
@@ -133,6 +168,11 @@ def _decode_manifest(path: "str | Path", array: Any) -> dict[str, Any]:
     if not isinstance(cases, dict) or not all(isinstance(c, dict) and isinstance(c.get("outputs", {}), dict)
                                               for c in cases.values()):
         raise ParityFileError(f"{path}: the manifest's 'cases' is not a table of cases; record it again")
+    for cid, case in cases.items():
+        for name, precision in case.get("outputs", {}).items():
+            if not isinstance(precision, str):  # a user's case may store any numeric dtype's name
+                raise ParityFileError(f"{path}: case {cid!r} gives output {name!r} the precision {precision!r}, "
+                                      "not a name such as float32; the file was edited")
     return manifest
 
 
@@ -162,5 +202,11 @@ def _one_line(text: str) -> str:
 def describe_side(manifest: Mapping[str, Any]) -> str:
     """`python torch 2.13.0+cpu on cpu, 2 threads` — how a record is named in messages."""
     threads = manifest.get("threads")
+    cases = manifest.get("cases") or {}
+    ran = any(isinstance(c, Mapping) and c.get("status") == "ok" for c in cases.values())
+    device = manifest.get("device", "?")
+    if cases and not ran:  # a record whose cases all skipped or failed ran nowhere
+        unavailable = device == "cuda" and manifest.get("cuda_available") is False
+        device = f"{device} requested, {'not available: ' if unavailable else ''}no case ran"
     return (f"{manifest.get('side', '?')} torch {manifest.get('torch_version', '?')} on "
-            f"{manifest.get('device', '?')}" + (f", {threads} thread{'s' if threads != 1 else ''}" if threads else ""))
+            f"{device}" + (f", {threads} thread{'s' if threads != 1 else ''}" if threads else ""))

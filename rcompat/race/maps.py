@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rcompat.errors import RcompatError
-from rcompat.inputs import require_file
+from rcompat.inputs import read_text_input
 
 DELETED = " (deleted)"
 
@@ -97,10 +97,11 @@ def read_maps(pid: int | None = None, file: "str | os.PathLike[str] | None" = No
     else:
         path = Path(f"/proc/{pid}/maps" if pid is not None else "/proc/self/maps")
         source = f"/proc/{pid if pid is not None else os.getpid()}/maps"
-    if file is not None:  # a FIFO without a writer would block the read forever
-        require_file(path, error=MapsError)
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
+        if file is not None:  # a FIFO without a writer would block the read forever
+            text = read_text_input(path, "log", error=MapsError, errors="replace")
+        else:
+            text = path.read_text(encoding="utf-8", errors="replace")
     except FileNotFoundError:
         what = "no such file" if file is not None else f"no process {pid}"
         raise MapsError(f"cannot read {source}: {what}") from None

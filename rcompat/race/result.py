@@ -127,7 +127,8 @@ class RaceResult:
         setup = self.setup_error()
         if setup is not None:
             return [Finding(id="RACE-SETUP", area=AREA, status=Status.SKIP,
-                            title="race trials could not start", message=setup,
+                            title=f"race trials did not run (device {self.config.get('device', '?')})",
+                            message=setup,
                             remedy="The race needs rpy2 with a working R, and torch (with CUDA for --device cuda).",
                             evidence={"config": self.config}, source="rcompat.race.worker setup")]
         findings = []

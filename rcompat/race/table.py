@@ -29,8 +29,15 @@ def render_text(result: "RaceResult") -> str:
     c = result.config
     header, rows = comparison_rows(result)
     devices = sorted({t.device for t in result.trials if t.device}) or [c["device"]]
-    lines = [f"rcompat race — device {', '.join(devices)}, {c['trials']} trial(s) x {c['workers']} worker(s) x "
-             f"{c['iterations']} iteration(s), seed {c['seed']}, R stack check {'on' if c['r_stack_check'] else 'off'}"]
+    from rcompat.render.text import wrap
+
+    lines = wrap(f"rcompat race — device {', '.join(devices)}, {c['trials']} trial(s) x {c['workers']} worker(s) "
+                 f"x {c['iterations']} iteration(s), seed {c['seed']}, R stack check "
+                 f"{'on' if c['r_stack_check'] else 'off'}", "", subsequent="  ")
+    setup = result.setup_error()
+    if setup is not None:  # no trial ran: no table of zeros that reads like a clean run (RACE-SETUP says why)
+        lines.append("  not run: the trials could not start (RACE-SETUP)")
+        return "\n".join(lines) + "\n\n"
     if len(header) > 1:
         widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
         for row in [header, *rows]:

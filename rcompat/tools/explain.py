@@ -197,10 +197,9 @@ def read_text(texts: list[str] | None, from_file: str | None, stdin=None) -> str
         if from_file == "-":
             parts.append((stdin or sys.stdin).read())
         else:
-            from rcompat.inputs import require_file
+            from rcompat.inputs import read_text_input
 
-            path = require_file(from_file)
-            parts.append(path.read_text(encoding="utf-8", errors="replace"))
+            parts.append(read_text_input(from_file, "log", errors="replace"))
     for t in texts or []:
         parts.append((stdin or sys.stdin).read() if t == "-" else t)
     text = "\n".join(parts)

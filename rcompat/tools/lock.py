@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from rcompat.errors import RcompatError, UsageError
-from rcompat.inputs import require_file
+from rcompat.inputs import read_input
 from rcompat.model import Finding, Report, Status
 from rcompat.versions import Version
 
@@ -54,14 +54,10 @@ class Lockfile:
 
 
 def read_lockfile(path: "str | Path") -> Lockfile:
-    p = require_file(path, error=LockfileError)
-    try:
-        doc = json.loads(p.read_text(encoding="utf-8"))
-    except UnicodeDecodeError as exc:
-        raise LockfileError(f"{path}: not a text file ({exc.reason})") from exc
-    except json.JSONDecodeError as exc:
-        raise LockfileError(f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); "
-                            "expected an renv.lock or a pak pkg.lock") from exc
+    from rcompat.documents import parse_json
+
+    doc = parse_json(read_input(path, "json", error=LockfileError), str(path), LockfileError,
+                     hint="expected an renv.lock or a pak pkg.lock")
     if isinstance(doc, dict) and isinstance(doc.get("Packages"), dict):
         return _from_renv(str(path), doc)
     if isinstance(doc, dict) and "lockfile_version" in doc and isinstance(doc.get("packages"), list):
@@ -110,10 +106,11 @@ def _clean_r_version(value: Any) -> str | None:
 
 
 def check_lockfile(path: "str | Path", rules_path: "str | Path | None" = None,
-                   cuda: str | None = None) -> Report:
-    """Findings for the pins in `path`: one summary of what was read, then every rule that fires."""
-    from rcompat.tools.engines import cuda_layer_findings, load_r_rules, r_rule_findings
+                   cuda: str | None = None, min_confidence: str = "unverified") -> Report:
+    """Findings for the pins in `path`: one summary of what was read, then every rule that fires (a
+    failing claim less confident than `min_confidence` is reported as a warning)."""
     from rcompat.cuda.tables import version
+    from rcompat.tools.engines import below_confidence, cuda_layer_findings, load_r_rules, r_rule_findings
 
     if cuda is not None and version(cuda.strip()) is None:  # refused before reading, not silently ignored
         raise UsageError(f"--cuda {cuda!r} is not a CUDA version (e.g. 12.4)")
@@ -134,7 +131,7 @@ def check_lockfile(path: "str | Path", rules_path: "str | Path | None" = None,
             remedy="Pin an exact released version so the rules can judge it.",
             evidence={"unparsed": lock.unparsed}))
     rules = load_r_rules(rules_path) if rules_path else None
-    hits = r_rule_findings(lock.stack(), rules, area=AREA)
+    hits = below_confidence(r_rule_findings(lock.stack(), rules, area=AREA), min_confidence)
     report.add(hits)
     if not hits:
         report.add(Finding(
@@ -142,7 +139,8 @@ def check_lockfile(path: "str | Path", rules_path: "str | Path | None" = None,
             message=f"Checked R {lock.r_version or '?'} and {len(lock.packages)} package pin(s) against "
                     f"{'the rules in ' + str(rules_path) if rules_path else 'rcompat/data/r_rules.toml'}."))
     if cuda and "torch" in lock.packages:
-        report.add(cuda_layer_findings({"rtorch": lock.packages["torch"], "cuda": cuda.strip()}))
+        report.add(below_confidence(cuda_layer_findings({"rtorch": lock.packages["torch"], "cuda": cuda.strip()}),
+                                    min_confidence))
     elif cuda:
         report.add(Finding(
             id="LOCK-CUDA", area=AREA, status=Status.SKIP,

@@ -79,13 +79,11 @@ def save(path: "str | Path", snap: Mapping[str, Any]) -> Path:
 
 
 def load(path: "str | Path") -> dict[str, Any]:
-    from rcompat.inputs import require_file
+    from rcompat.documents import parse_json
+    from rcompat.inputs import read_input
 
-    p = require_file(path, error=SnapshotError)
-    try:
-        doc = json.loads(p.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise SnapshotError(f"{path}: not a snapshot (invalid JSON: {exc})") from exc
+    doc = parse_json(read_input(path, "json", error=SnapshotError), str(path), SnapshotError,
+                     hint="not an rcompat snapshot")
     if not isinstance(doc, dict) or doc.get("snapshot_version") != SNAPSHOT_VERSION:
         raise SnapshotError(f"{path}: not an rcompat snapshot (snapshot_version "
                             f"{doc.get('snapshot_version') if isinstance(doc, dict) else None!r}, expected "

@@ -15,6 +15,8 @@ import os
 import re
 from dataclasses import dataclass, field
 
+from rcompat.elf.errors import ElfError
+
 R_PACKAGES = ("torch", "keras3", "keras", "tensorflow", "reticulate")
 CUDA_FAMILIES = {"libcudart": "CUDA runtime", "libcudnn": "cuDNN", "libcublas": "cuBLAS", "libnccl": "NCCL"}
 _PY_NAME = re.compile(r"python(3\.\d+)$")
@@ -92,10 +94,13 @@ class _Finder:
         return self.root.host(inside)
 
     def read(self, inside: str, limit: int = 1 << 20) -> str | None:
-        try:
-            with open(self.host(inside), "r", encoding="utf-8", errors="replace") as fh:
-                return fh.read(limit)
-        except OSError:
+        from rcompat.errors import RcompatError
+        from rcompat.inputs import open_input
+
+        try:  # "image": only the limit of what a root may hold; the read itself stops at `limit`
+            with open_input(self.host(inside), "image") as fh:
+                return fh.read(limit).decode("utf-8", "replace")
+        except (OSError, RcompatError):  # absent, or a FIFO or device: never read
             return None
 
 
@@ -119,7 +124,7 @@ def loader_pick(find: _Finder, soname: str) -> str | None:
     ld.so.cache (or the equivalent derived from ld.so.conf), then the default directories."""
     try:
         cached = find.root.ld_cache().lookup(soname, 62, 64)
-    except Exception:  # noqa: BLE001 - an unreadable cache: fall back to the default directories
+    except ElfError:  # a corrupt cache: fall back to the default directories (never MemoryError: that ends the run)
         cached = []
     for entry in cached:
         if os.path.isfile(find.host(entry.path)):

@@ -17,7 +17,7 @@ def test_each_kind_of_bad_path_is_named(tmp_path):
     assert file_problem(regular) is None
     assert file_problem(tmp_path / "missing") == "no such file"
     assert file_problem(tmp_path) == "is a directory, not a file"
-    assert file_problem(fifo) == "is not a regular file"  # reading a FIFO could block forever
+    assert file_problem(fifo) == "is a FIFO, not a regular file"  # reading a FIFO could block forever
     assert file_problem(tmp_path / "loop_a") == "symbolic link loop"
     assert file_problem(tmp_path / "dangling") == f"dangling symbolic link to {tmp_path / 'gone'}"
 

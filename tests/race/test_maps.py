@@ -94,7 +94,7 @@ def test_fifo_maps_file_is_refused_not_read_forever(cli, tmp_path):
     fifo = tmp_path / "maps.fifo"
     os.mkfifo(fifo)  # no writer: a plain read would block until the test's timeout
     out = cli("maps", "--file", str(fifo), timeout=20)
-    assert out.returncode == 2 and "is not a regular file" in out.stderr
+    assert out.returncode == 2 and "is a FIFO, not a regular file" in out.stderr
     assert len(out.stderr.strip().splitlines()) == 1
 
 

@@ -13,10 +13,10 @@ the wrong class.
 """
 from __future__ import annotations
 
+import os
 import struct
 from dataclasses import dataclass
 from functools import lru_cache
-from pathlib import Path
 
 from rcompat.elf.errors import ElfError
 
@@ -77,11 +77,13 @@ def load_cache(path: str = DEFAULT_CACHE) -> LdCache:
 def read_cache(path: str = DEFAULT_CACHE) -> LdCache:
     """The parsed cache; an absent file is an empty cache (layout "absent": musl, containers), a
     corrupt one an ElfError."""
-    p = Path(path)
-    try:
-        data = p.read_bytes()
-    except FileNotFoundError:
+    from rcompat.errors import RcompatError
+    from rcompat.inputs import read_input
+
+    if not os.path.lexists(path):
         return LdCache([], path, "absent")
+    try:  # a FIFO or device there is refused (RcompatError, not ElfError: no caller may read past it)
+        data = read_input(path, "ldcache", "the loader cache", error=RcompatError)
     except OSError as exc:
         raise ElfError(path, f"cannot read the loader cache: {exc.strerror or exc}") from None
     return parse_cache(data, path)

@@ -56,10 +56,12 @@ def system_dirs(root) -> list[str]:
 
 
 def _read_conf(root, inside: str, dirs: list[str], depth: int) -> None:
+    from rcompat.errors import RcompatError
+    from rcompat.inputs import read_text_input
+
     try:
-        with open(root.host(inside), encoding="utf-8", errors="replace") as fh:
-            lines = fh.read().splitlines()
-    except (OSError, ElfError):  # absent, unreadable, a loop: ldconfig warns and goes on
+        lines = read_text_input(root.host(inside), "config", errors="replace").splitlines()
+    except (OSError, RcompatError):  # absent, unreadable, a loop, a FIFO: ldconfig warns and goes on
         return
     for line in lines:
         line = line.split("#", 1)[0].strip()

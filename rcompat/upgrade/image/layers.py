@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from fnmatch import translate
 
 from rcompat.errors import ImageError
-from rcompat.upgrade.image.manifest import Blob, LayerRef
+from rcompat.upgrade.image.manifest import Blob, LayerRef, check_digest, new_hasher
 from rcompat.upgrade.image.safety import RootWriter, member_parts, rel
 from rcompat.upgrade.image.tarheaders import Unsupported, expect_zeros, read_headers
 
@@ -51,6 +51,7 @@ _ELF_MIN_SIZE = 52  # the smallest ELF header: anything shorter is no object
 _ELF_OBJECT_TYPES = (2, 3)  # ET_EXEC, ET_DYN: not .o files or core dumps
 _WHITEOUT, _OPAQUE = ".wh.", ".wh..wh..opq"
 _COPY_CHUNK = 1 << 30
+_MAX_RATIO = 100
 _MAGIC = ((b"\x1f\x8b", "gzip"), (b"\x28\xb5\x2f\xfd", "zstd"), (b"\xfd7zXZ\x00", "xz"), (b"BZh", "bzip2"))
 
 
@@ -60,6 +61,7 @@ class Tally:
 
     skipped: int = 0
     skipped_bytes: int = 0
+    written: int = 0  # bytes of kept files, against the run's disk budget
     special: list[str] = field(default_factory=list)
     unlinked: list[str] = field(default_factory=list)
 
@@ -78,59 +80,100 @@ class Tally:
 
 
 def apply_layer(writer: RootWriter, layer: LayerRef, *, everything: bool, tally: Tally) -> dict:
-    """Apply one layer onto writer's root; the layer's description for Source.layers."""
+    """Apply one layer onto writer's root; the layer's description for Source.layers. The blob is hashed
+    as it is read (the bytes the walk skips, once, at the end) and checked against its digest."""
     blob = layer.blob
+    if blob.size == 0:
+        raise ImageError("is empty (0 bytes): truncated, or not a layer")
     compression = next((c for magic, c in _MAGIC if os.pread(blob.fd, 6, blob.offset).startswith(magic)), "")
     if compression not in ("", "gzip"):
         raise ImageError(f"is {compression}-compressed ({layer.media_type or 'no media type'}); rcompat reads "
                          "uncompressed and gzip layers: re-save the image with those")
-    window = io.BufferedReader(_Window(blob), 1 << 16)
+    raw = _Window(blob)
+    window = io.BufferedReader(raw, 1 << 16)
+    # What one kept member may claim: a gzip layer of zeros inflates 1000-fold, no real library does 100-fold.
+    ceiling = max(64 << 20, _MAX_RATIO * blob.size) if compression else blob.size
     try:
         if compression == "gzip":
             with gzip.GzipFile(fileobj=window, mode="rb") as stream:
-                members, taken = _apply(writer, _streamed(stream), everything, tally)
+                members, taken = _apply(writer, _streamed(stream), everything, tally, ceiling)
                 _check_tail(stream)
         else:
-            members, taken = _apply(writer, _in_place(window, blob), everything, tally)
+            members, taken = _apply(writer, _in_place(window, blob), everything, tally, ceiling)
     except (tarfile.TarError, EOFError, zlib.error, gzip.BadGzipFile) as exc:
         raise ImageError(f"truncated or corrupt ({' '.join(str(exc).split()) or type(exc).__name__})") from None
+    raw.check_digest()
     return {"layer": blob.name, "media_type": layer.media_type or f"tar{'+' + compression if compression else ''}",
             "size": blob.size, "members": members, "taken": taken}
 
 
-def _apply(writer: RootWriter, entries, everything: bool, tally: Tally) -> tuple[int, int]:
-    touched: set[str] = set()  # what this layer wrote, with every ancestor: whiteouts spare it
+def _apply(writer: RootWriter, entries, everything: bool, tally: Tally, ceiling: int) -> tuple[int, int]:
     members = taken = 0
+    touched: set[str] = set()  # what this layer wrote, with every ancestor: whiteouts spare it
     for member, head, fill in entries:
         members += 1
-        parts = member_parts(member.name)
-        if not parts:
-            continue
-        if parts[-1].startswith(_WHITEOUT):
-            _whiteout(writer, parts, touched)
-            continue
-        _touch(touched, parts)
-        if member.isdir():
-            writer.mkdir(parts, make=everything)
-        elif member.issym():
-            writer.symlink(parts, member.linkname)
-            taken += 1
-        elif member.islnk():
-            if writer.hardlink(parts, member_parts(member.linkname, "hard link target")):
-                taken += 1
-            else:
-                tally.unlinked.append(f"{rel(parts)} -> {member.linkname}")
-        elif member.isreg() and (everything or _is_metadata(rel(parts)) or _is_elf_object(member, head)):
-            writer.write_file(parts, member.mode, fill)
+        try:
+            taken += _apply_member(writer, member, head, fill, everything, tally, touched, ceiling)
+        except OSError as exc:  # ENAMETOOLONG, ENOSPC, EFBIG: named by member, in one short line
+            raise ImageError(f"member {short_name(member.name)}: {exc.strerror or type(exc).__name__}") from None
+    return members, taken
+
+
+def _apply_member(writer: RootWriter, member: tarfile.TarInfo, head, fill, everything: bool, tally: Tally,
+                  touched: set[str], ceiling: int) -> int:
+    """1 when `member` was kept (written, linked), else 0."""
+    taken = 0
+    parts = member_parts(member.name)
+    if not parts:
+        return 0
+    if parts[-1].startswith(_WHITEOUT):
+        _whiteout(writer, parts, touched)
+        return 0
+    _touch(touched, parts)
+    if member.isdir():
+        writer.mkdir(parts, make=everything)
+    elif member.issym():
+        writer.symlink(parts, member.linkname)
+        taken += 1
+    elif member.islnk():
+        if writer.hardlink(parts, member_parts(member.linkname, "hard link target")):
             taken += 1
         else:
-            writer.remove(parts)  # hides what a lower layer had there; refuses a path through a symlink
-            if member.isreg():
-                tally.skipped += 1
-                tally.skipped_bytes += member.size
-            else:
-                tally.special.append(rel(parts))
-    return members, taken
+            tally.unlinked.append(f"{rel(parts)} -> {member.linkname}")
+    elif member.isreg() and (everything or _is_metadata(rel(parts)) or _is_elf_object(member, head)):
+        _check_claim(member, ceiling, tally)
+        writer.write_file(parts, member.mode, fill)
+        taken += 1
+    else:
+        writer.remove(parts)  # hides what a lower layer had there; refuses a path through a symlink
+        if member.isreg():
+            tally.skipped += 1
+            tally.skipped_bytes += member.size
+        else:
+            tally.special.append(rel(parts))
+    return taken
+
+
+def _check_claim(member: tarfile.TarInfo, ceiling: int, tally: Tally) -> None:
+    """Refuse, before anything is written, a member the layer cannot really hold or the run cannot afford."""
+    from rcompat.inputs import limit_bytes, size_problem
+
+    if member.issparse():  # 20 KB of tar can claim terabytes of holes; no image writer makes these
+        raise ImageError(f"member {short_name(member.name)} is a sparse file of {human_size(member.size)}, "
+                         "which no image writer makes")
+    if member.size > ceiling:
+        raise ImageError(f"member {short_name(member.name)} claims {human_size(member.size)}, more than "
+                         f"{_MAX_RATIO} times its compressed layer: a decompression bomb")
+    tally.written += member.size
+    if tally.written > limit_bytes("disk"):
+        raise ImageError(f"member {short_name(member.name)}: the image's kept files come to "
+                         f"{size_problem(tally.written, 'disk')}")
+
+
+def short_name(name: str, keep: int = 80) -> str:
+    """A member name fit for a one-line message: a 5 KB name is cut, its length said."""
+    text = repr(name)
+    return text if len(text) <= keep else f"{text[:keep]}… ({len(name)} characters)"
 
 
 def _touch(touched: set[str], parts: tuple[str, ...]) -> None:
@@ -256,6 +299,22 @@ class _Window(io.RawIOBase):
 
     def __init__(self, blob: Blob) -> None:
         self._blob, self._pos = blob, 0
+        self._hasher, self._hashed = new_hasher(blob.digest), 0
+
+    def check_digest(self) -> None:
+        """Hash what was not read in order (skipped, or read in place by pread), then compare."""
+        if self._hasher is None:
+            return
+        self._hash_upto(self._blob.size)
+        check_digest(self._hasher, b"", self._blob.digest, "")
+
+    def _hash_upto(self, end: int) -> None:
+        while self._hashed < end:
+            chunk = os.pread(self._blob.fd, min(end - self._hashed, 1 << 22), self._blob.offset + self._hashed)
+            if not chunk:
+                raise ImageError("ends early: truncated layer")
+            self._hasher.update(chunk)
+            self._hashed += len(chunk)
 
     def readable(self) -> bool:
         return True
@@ -269,6 +328,9 @@ class _Window(io.RawIOBase):
             return 0
         data = os.pread(self._blob.fd, want, self._blob.offset + self._pos)
         buffer[:len(data)] = data
+        if self._hasher is not None and self._hashed == self._pos:  # read in order: hashed on the way
+            self._hasher.update(data)
+            self._hashed += len(data)
         self._pos += len(data)
         return len(data)
 

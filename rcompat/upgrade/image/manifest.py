@@ -12,17 +12,18 @@ file that holds it, so an uncompressed layer is read in place, never copied out 
 """
 from __future__ import annotations
 
-import json
+import hashlib
 import os
 import platform
 import posixpath
 import re
+import stat
 import tarfile
 from dataclasses import dataclass, field
 
+from rcompat.documents import type_name
 from rcompat.errors import ImageError
 
-_MAX_JSON = 64 << 20  # a manifest or config larger than this is not one
 _END_OF_ARCHIVE = 1024  # two zero blocks end every tar archive
 _DIGEST = re.compile(r"^([a-z0-9]+(?:[+._-][a-z0-9]+)*):([a-zA-Z0-9=_-]+)$")
 _INDEX_TYPES = ("application/vnd.oci.image.index.v1+json",
@@ -38,6 +39,7 @@ class Blob:
     offset: int
     size: int
     name: str
+    digest: str = ""  # "sha256:<hex>" where the manifest names the blob by its digest: checked as it is read
 
 
 @dataclass(frozen=True)
@@ -59,8 +61,10 @@ class TarContainer:
     """The members of a tarball, located once by walking its headers (never its data)."""
 
     def __init__(self, path: str) -> None:
+        from rcompat.inputs import open_input
+
         self.path = path
-        self._file = open(path, "rb")
+        self._file = open_input(path, "image", "image", error=ImageError)
         try:
             size = os.fstat(self._file.fileno()).st_size
             with tarfile.open(fileobj=self._file, mode="r:") as tar:
@@ -81,11 +85,11 @@ class TarContainer:
     def names(self) -> set[str]:
         return set(self._members)
 
-    def blob(self, name: str) -> Blob:
+    def blob(self, name: str, digest: str = "") -> Blob:
         member = self._regular(name)
         if member.issparse():
             raise ImageError(f"{self.path}: member {name!r} is a sparse file, which no image writer makes")
-        return Blob(self._file.fileno(), member.offset_data, member.size, name)
+        return Blob(self._file.fileno(), member.offset_data, member.size, name, digest or _path_digest(name))
 
     def _regular(self, name: str) -> tarfile.TarInfo:
         key = _key(name)
@@ -121,17 +125,24 @@ class DirContainer:
         return {n for n in ("manifest.json", "index.json", "oci-layout")
                 if os.path.isfile(os.path.join(self.path, n))}
 
-    def blob(self, name: str) -> Blob:
+    def blob(self, name: str, digest: str = "") -> Blob:
         full = os.path.realpath(os.path.join(self._real, name))
         if not full.startswith(self._real + os.sep):
             raise ImageError(f"{self.path}: the manifest names {name!r}, outside the image directory")
-        try:
-            fd = os.open(full, os.O_RDONLY | os.O_CLOEXEC)
+        try:  # O_NONBLOCK: a FIFO put there is refused below, never waited on
+            fd = os.open(full, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOCTTY)
         except FileNotFoundError:
             raise ImageError(f"{self.path}: the manifest names {name!r}, which the directory does not "
                              "contain") from None
+        except OSError as exc:
+            raise ImageError(f"{self.path}: cannot read {name}: {exc.strerror or exc}") from None
         self._fds.append(fd)
-        return Blob(fd, 0, os.fstat(fd).st_size, name)
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            from rcompat.inputs import kind_of_mode
+
+            raise ImageError(f"{self.path}: {name} is {kind_of_mode(st.st_mode)}, not a regular file")
+        return Blob(fd, 0, st.st_size, name, digest or _path_digest(name))
 
     def close(self) -> None:
         for fd in self._fds:
@@ -145,10 +156,13 @@ def is_image_dir(path: str) -> bool:
         return True
     if "manifest.json" not in names:
         return False
+    from rcompat.documents import parse_json
+    from rcompat.errors import RcompatError
+    from rcompat.inputs import read_input
+
     try:  # a root filesystem may hold an unrelated /manifest.json: only docker's list of images counts
-        with open(os.path.join(path, "manifest.json"), "rb") as fh:
-            data = json.loads(fh.read(_MAX_JSON))
-    except (OSError, ValueError):
+        data = parse_json(read_input(os.path.join(path, "manifest.json"), "json"), "manifest.json")
+    except RcompatError:
         return False
     return isinstance(data, list) and bool(data) and all(isinstance(e, dict) and "Layers" in e for e in data)
 
@@ -167,7 +181,7 @@ def _docker_archive(container, name: str, selector: "str | None") -> ImagePlan:
     manifest = _json(container, "manifest.json")
     if not isinstance(manifest, list) or not manifest or not all(isinstance(e, dict) for e in manifest):
         raise ImageError(f"{name}: manifest.json is not a list of images")
-    tagged = [(entry, list(entry.get("RepoTags") or [])) for entry in manifest]
+    tagged = [(entry, _strings(entry.get("RepoTags") or [], name, "manifest.json's RepoTags")) for entry in manifest]
     entry, tags, notes = _choose(name, tagged, selector)
     config_name, layer_names = entry.get("Config"), entry.get("Layers")
     if not isinstance(config_name, str) or not isinstance(layer_names, list) \
@@ -186,7 +200,7 @@ def _oci_layout(container, name: str, selector: "str | None") -> ImagePlan:
     tagged = [(d, [t for t in (_annotation(d, "org.opencontainers.image.ref.name"),
                                _annotation(d, "io.containerd.image.name")) if t]) for d in descriptors]
     descriptor, tags, notes = _choose(name, tagged, selector)
-    manifest = _json(container, _blob_path(descriptor, name))
+    manifest = _json(container, _blob_path(descriptor, name), _digest(descriptor))
     for _level in range(4):  # a multi-platform image: an index of manifests, one per platform
         if not isinstance(manifest, dict):
             raise ImageError(f"{name}: the image manifest {descriptor.get('digest')} is not an object")
@@ -194,7 +208,7 @@ def _oci_layout(container, name: str, selector: "str | None") -> ImagePlan:
             break
         descriptor, note = _platform(manifest, name)
         notes.append(note)
-        manifest = _json(container, _blob_path(descriptor, name))
+        manifest = _json(container, _blob_path(descriptor, name), _digest(descriptor))
     config, layer_descriptors = manifest.get("config"), manifest.get("layers")
     if not isinstance(config, dict) or not isinstance(layer_descriptors, list):
         raise ImageError(f"{name}: image manifest without a config and a list of layers")
@@ -202,13 +216,13 @@ def _oci_layout(container, name: str, selector: "str | None") -> ImagePlan:
     for layer in layer_descriptors:
         if not isinstance(layer, dict):
             raise ImageError(f"{name}: a layer descriptor is not an object")
-        blob = container.blob(_blob_path(layer, name))
+        blob = container.blob(_blob_path(layer, name), _digest(layer))
         expected = layer.get("size")
         if isinstance(expected, int) and expected != blob.size:
             raise ImageError(f"{name}: layer {layer.get('digest')} is {blob.size} bytes where the manifest "
                              f"says {expected}: truncated or corrupt")
         layers.append(LayerRef(blob, str(layer.get("mediaType") or "")))
-    env = _env(_json(container, _blob_path(config, name)), name)
+    env = _env(_json(container, _blob_path(config, name), _digest(config)), name)
     return ImagePlan("oci-layout", _label(name, tags), env, layers, notes)
 
 
@@ -230,12 +244,17 @@ def _choose(name: str, tagged: list, selector: "str | None"):
 
 
 def _platform(index: dict, name: str):
-    descriptors = [d for d in index.get("manifests") or [] if isinstance(d, dict)]
+    listed = index.get("manifests") or []
+    if not isinstance(listed, list):
+        raise ImageError(f"{name}: an image index whose 'manifests' is {type_name(listed)}, not a list")
+    descriptors = [d for d in listed if isinstance(d, dict)]
     if not descriptors:
         raise ImageError(f"{name}: an image index without manifests")
     arch = _ARCH.get(platform.machine(), platform.machine())
     for d in descriptors:
         p = d.get("platform") or {}
+        if not isinstance(p, dict):
+            raise ImageError(f"{name}: a manifest descriptor's 'platform' is {type_name(p)}, not an object")
         if p.get("os") == "linux" and p.get("architecture") == arch:
             return d, f"multi-platform image: read the linux/{arch} manifest"
     p = descriptors[0].get("platform") or {}
@@ -253,19 +272,61 @@ def _blob_path(descriptor: dict, name: str) -> str:
     return f"blobs/{match.group(1)}/{match.group(2)}"
 
 
-def _json(container, member: str):
-    blob = container.blob(member)
-    if blob.size > _MAX_JSON:
-        raise ImageError(f"{container.path}: {member} is {blob.size} bytes, too large for a manifest or config")
-    try:
-        return json.loads(os.pread(blob.fd, blob.size, blob.offset))
-    except ValueError as exc:
-        raise ImageError(f"{container.path}: {member} is not valid JSON ({exc})") from None
+def _json(container, member: str, digest: str = ""):
+    from rcompat.documents import parse_json
+    from rcompat.inputs import size_problem
+
+    blob = container.blob(member, digest)
+    problem = size_problem(blob.size, "json")
+    if problem:
+        raise ImageError(f"{container.path}: {member}: {problem}")
+    data = os.pread(blob.fd, blob.size, blob.offset)
+    if len(data) != blob.size:
+        raise ImageError(f"{container.path}: {member} ends early: truncated")
+    check_digest(new_hasher(blob.digest), data, blob.digest, f"{container.path}: {member}")
+    return parse_json(data, f"{container.path}: {member}", ImageError)
+
+
+def check_digest(hasher, data: bytes, digest: str, where: str) -> None:
+    """Refuse `data` (the whole blob, or its last chunk fed to `hasher`) unless it hashes to `digest`."""
+    if hasher is None:
+        return
+    hasher.update(data)
+    if hasher.hexdigest() != digest.partition(":")[2]:
+        what = f"{where}: content" if where else "content"  # a layer's message is prefixed by its caller
+        raise ImageError(f"{what} does not match its digest {digest[:19]}…: corrupt or tampered with")
+
+
+def new_hasher(digest: str):
+    """A hashlib object for `digest`'s algorithm, or None when there is nothing to check."""
+    return hashlib.new(digest.partition(":")[0]) if digest else None
+
+
+def _path_digest(name: str) -> str:
+    """The digest a content-addressed path spells (blobs/sha256/<hex>), else ""."""
+    match = re.fullmatch(r"(?:\./)?blobs/(sha256|sha512)/([0-9a-f]{64,128})", name)
+    return f"{match.group(1)}:{match.group(2)}" if match else ""
+
+
+def _digest(descriptor: dict) -> str:
+    """The descriptor's digest where rcompat can check it (sha256, sha512), else ""."""
+    alg, _, hexdigest = str(descriptor.get("digest", "")).partition(":")
+    return f"{alg}:{hexdigest}" if alg in ("sha256", "sha512") and re.fullmatch(r"[0-9a-f]{64,128}", hexdigest) else ""
+
+
+def _strings(value, name: str, field: str) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ImageError(f"{name}: {field} is not a list of strings")
+    return value
 
 
 def _env(config, name: str) -> dict[str, str]:
-    settings = config.get("config") if isinstance(config, dict) else None
-    variables = (settings or {}).get("Env") or []
+    if not isinstance(config, dict):
+        raise ImageError(f"{name}: the image config is {type_name(config)}, not an object")
+    settings = config.get("config") or {}
+    if not isinstance(settings, dict):
+        raise ImageError(f"{name}: the image config's 'config' is {type_name(settings)}, not an object")
+    variables = settings.get("Env") or []
     if not isinstance(variables, list):
         raise ImageError(f"{name}: the image config's Env is not a list")
     return dict(str(v).partition("=")[::2] for v in variables)

@@ -21,15 +21,20 @@ _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _NEW_FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 _OPEN_DIRS_KEPT = 64  # descriptors of recently used directories: most members share a parent
 
+MAX_PATH_DEPTH = 256  # far deeper than any real image; PATH_MAX allows ~2,000
+
 
 def member_parts(name: str, what: str = "member") -> tuple[str, ...]:
     """The components of a tar member name (`./usr/lib/` -> ('usr', 'lib')); ImageError for a name that
     is absolute or climbs out with '..'."""
+    shown = repr(name) if len(name) < 80 else f"{name[:80]!r}… ({len(name)} characters)"
     if name.startswith("/"):
-        raise ImageError(f"{what} {name!r} has an absolute path")
+        raise ImageError(f"{what} {shown} has an absolute path")
     parts = tuple(p for p in name.split("/") if p not in ("", "."))
     if ".." in parts:
-        raise ImageError(f"{what} {name!r} climbs out of the root ('..')")
+        raise ImageError(f"{what} {shown} climbs out of the root ('..')")
+    if len(parts) > MAX_PATH_DEPTH:  # each level is a directory opened in turn: bounded work, no recursion limit
+        raise ImageError(f"{what} {shown} is {len(parts)} directories deep; rcompat reads at most {MAX_PATH_DEPTH}")
     return parts
 
 

@@ -106,11 +106,10 @@ def _locate(spec: str) -> tuple[str, "str | None"]:
 
 
 def _open_tarball(path: str) -> TarContainer:
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(6)
-    except OSError as exc:
-        raise ImageError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    from rcompat.inputs import open_input
+
+    with open_input(path, "image", "image", error=ImageError) as fh:  # a FIFO or device: refused, not read
+        head = fh.read(6)
     for magic, compression, command in _COMPRESSED:
         if head.startswith(magic):
             raise ImageError(f"{path} is {compression}-compressed: decompress it first ({command} {path}) "
