@@ -41,7 +41,9 @@ PACKAGES = ("r-base-core", "r-base-dev", "python3", "python3-venv", "python3-dev
 # Built into the root's wheelhouse (/opt/rcompat-wheels) against the root's own R and Python, so a test
 # session installs them offline in seconds. "rpy2" is whatever the [[rpy2]] table picks for the
 # root's R (scripts/rpy2_requirement.py, run inside the root).
-WHEELS = ("rpy2", "numpy", "setuptools", "wheel")
+# The test extras are there too, so `make setup` works inside the root without an index.
+WHEELS = ("rpy2", "numpy", "setuptools", "wheel", "pytest>=7", "pandas>=1.5", "nvidia-ml-py>=12",
+          "junitparser>=3", "pyelftools>=0.29")
 WHEELHOUSE = "/opt/rcompat-wheels"
 OTHER_SUITE = {"bookworm": "trixie", "trixie": "bookworm"}
 RETRIES = 3
@@ -201,7 +203,7 @@ def _provision(tmp: Path, log) -> None:
     build = (f"set -e; python3 -m venv /opt/rcompat-build; "
              f"rpy2=$(python3 /opt/rcompat-setup/scripts/rpy2_requirement.py); "
              f"/opt/rcompat-build/bin/pip wheel -q --retries 5 -w {WHEELHOUSE} \"$rpy2\" "
-             f"{' '.join(wheels)}; rm -rf /opt/rcompat-build /opt/rcompat-setup")
+             f"{' '.join(map(shlex.quote, wheels))}; rm -rf /opt/rcompat-build /opt/rcompat-setup")
     _retry("building the wheelhouse", _chroot_argv(tmp, ["sh", "-c", build]), log)
     _retry("apt-get clean", _chroot_argv(tmp, ["apt-get", "clean"]), log, attempts=1)
 
