@@ -10,10 +10,13 @@ the Debian mirror apt already uses, then gets PACKAGES, the host's CA certificat
 the package lists and BUILDER_VERSION. So a half-built root is never taken for a good one, and a
 changed package list builds a new root instead of reusing the old one.
 
-Commands run under `unshare --mount --propagation private`, which mounts /proc, /sys, /dev and the
-binds inside a mount namespace of their own, then chroots: the kernel drops those mounts when the
-command's last process ends, also when it crashes, is killed, or the caller gets Ctrl-C, so nothing
-is ever left mounted on the host and two callers can use the same root at once.
+Commands run under `unshare --mount --pid --fork`: /proc, /sys, /dev and the binds are mounted in a
+mount namespace of their own, then the command is chrooted into the root. The kernel drops those
+mounts when the namespace's last process ends, and ends every process of the PID namespace when
+its first one dies (the caller's death kills it: PR_SET_PDEATHSIG), also on a crash, a timeout,
+Ctrl-C or SIGTERM. So nothing is ever left mounted on the host, no process outlives the call, and
+two callers can use the same root at once. (The caller's thread must outlive the call: the death
+signal follows the thread that started it.)
 
 Standard library only: the Makefile and CI may run it before any virtualenv exists
 (`python3 scripts/debian_root.py build` prints the root's path).
@@ -255,7 +258,9 @@ while [ "$1" != "--" ]; do
     shift 2
 done
 shift
-exec chroot "$root" "$@"
+# Not exec: the first process of a PID namespace ignores signals it has no handler for, so the
+# command runs as its child (a signal then reads 128+N, as in any shell) and this shell reaps.
+chroot "$root" "$@"
 """
 
 
@@ -267,7 +272,7 @@ def _chroot_argv(root: Path, argv: list[str], binds: dict | None = None) -> list
         if not str(inside).startswith("/"):
             raise RootError(f"bind target {inside!r} must be an absolute path inside the root")
         pairs += [str(host), str(inside)]
-    return ["unshare", "--mount", "--propagation", "private", "--fork", "--", "sh", "-c",
+    return ["unshare", "--mount", "--propagation", "private", "--pid", "--fork", "--kill-child", "--", "sh", "-c",
             _NAMESPACE_SCRIPT, "rcompat-root", str(root), *pairs, "--", *argv]
 
 
@@ -281,18 +286,29 @@ def _root_env(extra: dict | None = None) -> dict:
     return env
 
 
+def _die_with_parent() -> None:
+    """unshare gets SIGKILL when its caller dies, even by a signal Python does not turn into an
+    exception (SIGTERM, SIGKILL); --kill-child passes it to the namespace's first process, and the
+    kernel then ends every process of that PID namespace."""
+    import ctypes
+
+    PR_SET_PDEATHSIG = 1
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
 def run_in_root(root: Path, argv: list[str], env: dict | None = None, timeout: float = 600,
                 binds: dict | None = None, input: str | None = None) -> subprocess.CompletedProcess:
     """Run argv chrooted into `root` with a clean environment (env adds to PATH/HOME/LANG), /proc,
     /sys, /dev and `binds` ({host path: path inside}) mounted for this command only. Text output is
-    captured. On timeout the whole command is killed and subprocess.TimeoutExpired raised."""
+    captured; a command killed by signal N exits 128+N, as in a shell. On timeout every process of
+    the command is killed and subprocess.TimeoutExpired raised."""
     root = Path(root)
     if not (root / ".rcompat-root-complete").is_file():
         raise RootError(f"{root} is not a complete rcompat root (its build did not finish)")
     full_env = _root_env(env)
     proc = subprocess.Popen(_chroot_argv(root, list(argv), binds), stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=full_env,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=_die_with_parent)
     try:
         out, err = proc.communicate(input, timeout=timeout)
     except BaseException:  # timeout, Ctrl-C, SIGTERM turned into an exception: end the whole group
