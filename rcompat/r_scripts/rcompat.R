@@ -1,4 +1,4 @@
-# rcompat from R: source("r-scripts/rcompat.R"), then call rcompat_doctor() and friends.
+# rcompat from R: source("rcompat/r_scripts/rcompat.R"), then call rcompat_doctor() and friends.
 #
 # Each function calls the Python package through reticulate and returns a data.frame. The Python is
 # the one reticulate binds: set RETICULATE_PYTHON to the virtualenv where rcompat is installed before
