@@ -72,7 +72,15 @@ class Tier:
     root: Path
     host_dir: Path                      # INSIDE, seen from the host
 
-    venv = f"{INSIDE}/venv"
+    venv: str = f"{INSIDE}/venv"
+    inside: str = INSIDE
+
+    def install(self, target: str) -> None:
+        """A venv at self.venv with rpy2 and numpy from the root's wheelhouse, then `target` (a
+        wheel, or `-e DIR`); offline."""
+        pip = f"{self.venv}/bin/pip install -q --no-index --find-links {self.module.WHEELHOUSE}"
+        self.sh(f"python3 -m venv {self.venv} && {pip} rpy2 numpy setuptools wheel && "
+                f"{pip} --no-build-isolation {target}", timeout=600, check=True)
 
     def run(self, argv: list[str], env: dict | None = None, timeout: float = 300,
             check: bool = False) -> subprocess.CompletedProcess:
@@ -109,14 +117,6 @@ class Tier:
         return inside
 
 
-def install_rcompat(tier: Tier, wheel_inside: str, editable_src: str | None = None) -> None:
-    target = f"-e {editable_src}" if editable_src else wheel_inside
-    tier.sh(f"python3 -m venv {tier.venv} && {tier.venv}/bin/pip install -q --no-index "
-            f"--find-links {tier.module.WHEELHOUSE} rpy2 numpy setuptools wheel && "
-            f"{tier.venv}/bin/pip install -q --no-index --find-links {tier.module.WHEELHOUSE} "
-            f"--no-build-isolation {target}", timeout=600, check=True)
-
-
 @pytest.fixture(scope="session")
 def tier(tier_root, debian_root) -> Tier:
     host_dir = tier_root / INSIDE.lstrip("/")
@@ -125,7 +125,7 @@ def tier(tier_root, debian_root) -> Tier:
     made = Tier(debian_root, tier_root, host_dir)
     try:
         wheel = build_wheel(host_dir)
-        install_rcompat(made, f"{INSIDE}/wheels/{wheel.name}")
+        made.install(f"{INSIDE}/wheels/{wheel.name}")
         yield made
     finally:
         shutil.rmtree(host_dir, ignore_errors=True)
@@ -140,3 +140,13 @@ def tier_facts(tier) -> dict:
     r_version, rpy2_version, codename = proc.stdout.split()
     assert codename in EXPECTED, f"the tier root is {codename!r}: no expectations written for it"
     return {"R": r_version, "rpy2": rpy2_version, "codename": codename, "expected": EXPECTED[codename]}
+
+
+@pytest.fixture(scope="session")
+def tier_editable(tier) -> Tier:
+    """The same checkout installed in editable mode (`pip install -e`) in a second venv."""
+    from dataclasses import replace
+
+    editable = replace(tier, venv=f"{INSIDE}/venv-editable")
+    editable.install(f"-e {INSIDE}/src")
+    return editable
