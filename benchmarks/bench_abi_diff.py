@@ -44,7 +44,7 @@ def abidiff_sets(text: str) -> dict[str, set[str]]:
 
 
 def main(argv: list[str]) -> int:
-    from rcompat.elf.abi import abi_diff
+    from rcompat.elf.abi.diff import abi_diff
 
     with tempfile.TemporaryDirectory() as tmp:
         if len(argv) == 2:

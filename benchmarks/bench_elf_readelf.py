@@ -23,8 +23,8 @@ from _common import record, torch_library  # benchmarks/ is sys.path[0] when a b
 CHILD = """
 import json, sys, time
 t = time.perf_counter()
-from rcompat.elf.resolve import deps
-from rcompat.elf.verreq import check_versions
+from rcompat.elf.link.resolve import deps
+from rcompat.elf.link.verreq import check_versions
 res = deps(sys.argv[1])
 report = check_versions(res, find_alternatives=False)
 elapsed = time.perf_counter() - t

@@ -17,7 +17,7 @@ PATCHES = (0x1000, 0x1001, 0x2000000, 0x8000000)  # offsets whose byte is flippe
 
 
 def main(argv: list[str]) -> int:
-    from rcompat.elf.patch import patch_diff
+    from rcompat.elf.patch.diff import patch_diff
 
     lib = Path(argv[0] if argv else torch_library("libtorch_cpu.so"))
     with tempfile.TemporaryDirectory() as tmp:

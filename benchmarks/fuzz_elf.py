@@ -31,10 +31,10 @@ class Hang(Exception):
 
 def exercise(path: Path) -> None:
     """Everything the engine reads from one file."""
-    from rcompat.elf.objinfo import load_object
-    from rcompat.elf.reader import ElfImage
-    from rcompat.elf.symbols import symbol_list
-    from rcompat.elf.symindex import build_index
+    from rcompat.elf.read.objinfo import load_object
+    from rcompat.elf.read.reader import ElfImage
+    from rcompat.elf.read.symbols import symbol_list
+    from rcompat.elf.read.symindex import build_index
 
     with ElfImage(path) as img:
         img.sections
@@ -72,7 +72,7 @@ def mutations(data: bytes, rng: random.Random, boundaries: list[int]):
 
 
 def section_boundaries(path: Path) -> list[int]:
-    from rcompat.elf.reader import ElfImage
+    from rcompat.elf.read.reader import ElfImage
 
     with ElfImage(path) as img:
         points = {0, 4, 16, 52, 64, img.shoff, img.size}

@@ -1,6 +1,6 @@
 """A package's public function that has the name of one of its submodules.
 
-`rcompat.elf.symbols(path)` is a function of the package `rcompat.elf`, and `rcompat.elf.symbols` is
+`rcompat.elf.symbols(path)` is a function of the package `rcompat.elf`, and `rcompat.elf.read.symbols` is
 also the module that implements it. Importing that module (the function does so on first use, and so
 does the CLI) makes Python set the package's attribute to the module, after which
 `rcompat.elf.symbols(path)` raised "'module' object is not callable". Such a module ends with

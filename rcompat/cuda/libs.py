@@ -1,7 +1,7 @@
 """CUDA user-space libraries on disk: where they are, which version each is, and which clash.
 
 Nothing is loaded (no dlopen): each file's SONAME and ELF version definitions are read statically
-(rcompat.elf.reader), and the version comes from the most specific
+(rcompat.elf.read.reader), and the version comes from the most specific
 source available, in this order: the pip wheel's dist-info RECORD, a toolkit's version.json, the
 file name (libcudnn.so.8.9.2), the SONAME (libcudart.so.12 -> 12). Hard links and symlinks to one
 file count once. Library families and their file-name patterns are data (cuda_libraries.csv).
@@ -153,7 +153,7 @@ def _read_elf(lib: CudaLibrary) -> None:
 
 def elf_identity(path: str) -> tuple[str | None, list[str], str | None]:
     """(SONAME, version definition names, build id), read by the ELF engine without loading the file."""
-    from rcompat.elf.reader import open_elf
+    from rcompat.elf.read.reader import open_elf
 
     with open_elf(path) as image:
         nodes = [v.name for _, v in sorted(image.version_definitions.items())]

@@ -3,7 +3,7 @@
 Targets are Python torch's libtorch_cpu.so / libtorch_python.so (found with find_spec, never
 imported) and R torch's liblantern.so / libtorch.so (from the R engine's facts when present).
 Every check shares one resolution per library through ctx.memo, and the symbol indexes behind it
-come from the on-disk cache (rcompat.elf.symindex) after the first run; `--only elf` also pays for
+come from the on-disk cache (rcompat.elf.read.symindex) after the first run; `--only elf` also pays for
 the R probe, since R torch's libraries come from R's facts (Python torch's are resolved meanwhile).
 """
 from __future__ import annotations
@@ -48,7 +48,7 @@ def _targets(ctx) -> list[tuple[object, str, str]]:
 
 
 def _missing_report(ctx, fw, path: str):
-    from rcompat.elf.missing import missing
+    from rcompat.elf.link.missing import missing
 
     return ctx.memo(f"elf.missing:{path}", lambda: missing(path, host=fw.host))
 
@@ -115,7 +115,7 @@ def check_undefined(ctx) -> Iterable[Finding]:
 
 
 def check_glibcxx(ctx) -> Iterable[Finding]:
-    from rcompat.elf.verreq import check_versions
+    from rcompat.elf.link.verreq import check_versions
 
     for fw, role, path in _targets(ctx):
         res = _missing_report(ctx, fw, path).resolution
@@ -141,7 +141,7 @@ def check_glibcxx(ctx) -> Iterable[Finding]:
 
 
 def check_duplicate_runtime(ctx) -> Iterable[Finding]:
-    from rcompat.elf.runtimes import duplicate_runtimes
+    from rcompat.elf.link.runtimes import duplicate_runtimes
 
     fws = frameworks(ctx)
     roots = [fw.libraries.get("libtorch_python") or fw.libraries.get("liblantern") or next(iter(fw.libraries.values()))
@@ -168,7 +168,7 @@ def check_duplicate_runtime(ctx) -> Iterable[Finding]:
 
 def check_coload(ctx) -> Iterable[Finding]:
     """R torch and Python torch in one R session (reticulate), in both orders."""
-    from rcompat.elf.coload import coload
+    from rcompat.elf.link.coload import coload
 
     fws = {fw.name: fw for fw in frameworks(ctx)}
     r_fw, py_fw = fws.get("R torch"), fws.get("Python torch")

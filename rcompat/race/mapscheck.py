@@ -24,7 +24,7 @@ _AUDITWHEEL_HASH = re.compile(r"-[0-9a-f]{8}$")
 def build_id(path: str) -> str | None:
     """GNU build-id of a mapped file, read by the ELF engine; None when it is not a readable ELF."""
     from rcompat.elf.errors import ElfError
-    from rcompat.elf.reader import open_elf
+    from rcompat.elf.read.reader import open_elf
 
     try:
         with open_elf(path) as image:

@@ -9,7 +9,7 @@ others still land in the file):
 - frameworks torch's version, CUDA and cuDNN build from the CUDA engine's isolated torch probe
 - gpu        driver, CUDA driver version and GPUs from the CUDA engine's NVML probe, when a driver is there
 - libraries  CUDA / libtorch / lantern shared objects on disk with soname, size and GNU build-id,
-             read with rcompat.elf.reader (never loaded)
+             read with rcompat.elf.read.reader (never loaded)
 
 The file is JSON, written atomically. Which libraries are recorded is data (snapshot_risks.toml,
 [[library]] rows), like the risks `snapshot diff` judges.
@@ -210,7 +210,7 @@ def _libraries_section(snap: Mapping[str, Any]) -> dict[str, Any]:
 def describe_library(path: str) -> dict[str, Any]:
     """soname, size and GNU build-id of one shared object, read by the ELF engine without loading it."""
     from rcompat.elf.errors import ElfError
-    from rcompat.elf.reader import open_elf
+    from rcompat.elf.read.reader import open_elf
 
     info: dict[str, Any] = {"size": os.path.getsize(path), "soname": None, "build_id": None}
     try:

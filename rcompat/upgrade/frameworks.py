@@ -77,7 +77,7 @@ def _coload_roots(side: Side) -> tuple[str, str] | None:
 
 def coload_problems(side: Side) -> "tuple[list[str], dict] | None":
     """Problems loading R torch's Lantern after Python torch in `side` (None: not both installed)."""
-    from rcompat.elf.coload import coload
+    from rcompat.elf.link.coload import coload
 
     pair = _coload_roots(side)
     if pair is None:
@@ -108,7 +108,7 @@ class Drift:
 
 
 def abi_drift(rebindings: list, old: Side, new: Side, indexes: SharedIndexes, progress=None) -> list[Drift]:
-    from rcompat.elf.abi import abi_diff
+    from rcompat.elf.abi.diff import abi_diff
     from rcompat.elf.errors import ElfError
 
     pairs: dict[tuple[str, str], dict[str, str]] = {}  # (old host, new host) -> {carried in-root: its host}
@@ -137,6 +137,6 @@ def abi_drift(rebindings: list, old: Side, new: Side, indexes: SharedIndexes, pr
 
 
 def _demangled(names: list[str]) -> dict[str, str]:
-    from rcompat.elf.demangle import demangle_all
+    from rcompat.elf.read.demangle import demangle_all
 
     return dict(zip(names, demangle_all(names))) if names else {}

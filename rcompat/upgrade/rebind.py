@@ -90,7 +90,7 @@ def rebind(inside: str, how: str, old: Side, new: Side, indexes: SharedIndexes) 
 
 
 def _versions(out: Rebinding, old_res, new_res, old: Side, new: Side) -> None:
-    from rcompat.elf.verreq import check_versions
+    from rcompat.elf.link.verreq import check_versions
 
     def unmet(res, side):
         root_path = res.root.path
@@ -103,7 +103,7 @@ def _versions(out: Rebinding, old_res, new_res, old: Side, new: Side) -> None:
 
 
 def _symbols(out: Rebinding, old_res, new_res, old: Side, indexes: SharedIndexes) -> None:
-    from rcompat.elf.missing import bind_all, host_provider, scope_indexes
+    from rcompat.elf.link.missing import bind_all, host_provider, scope_indexes
 
     bindings, missing, _weak = bind_all(new_res, [new_res.root_index], index=indexes.index)
     out.bound = len(bindings)
@@ -113,7 +113,7 @@ def _symbols(out: Rebinding, old_res, new_res, old: Side, indexes: SharedIndexes
     old_scope = scope_indexes(old_res, indexes.index)
     names = {n.path: n.info.name for n in old_res.nodes}
     missing_names = {m.name for m in out.missing + out.pre_missing}
-    from rcompat.elf.demangle import demangle_all
+    from rcompat.elf.read.demangle import demangle_all
 
     for ref, pretty in zip(lost, demangle_all([r.name for r in lost])):
         provider = next((path for path, idx in old_scope if idx.lookup(ref.name, ref.version)), None)

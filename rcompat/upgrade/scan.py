@@ -20,8 +20,8 @@ AREA = "upgrade"
 
 def upgrade(old: str, new: str, *, driver: str | None = None, carry: "list[str] | tuple" = (),
             extract: str | None = None, progress=None) -> Report:
-    """Compare root filesystems / images OLD and NEW (see rcompat.upgrade.source for what they may be)."""
-    from rcompat.upgrade.source import is_image, open_source
+    """Compare root filesystems / images OLD and NEW (see rcompat.upgrade.image.source for what they may be)."""
+    from rcompat.upgrade.image.source import is_image, open_source
 
     prog = progress if progress is not None else disabled()
     report = Report(command="upgrade")
@@ -45,7 +45,7 @@ def upgrade(old: str, new: str, *, driver: str | None = None, carry: "list[str] 
 
 def _side(name: str, src, known=None) -> Side:
     """`known`: the inventory of the other side when both are the same root (`/` against `/`)."""
-    from rcompat.elf.root import Root
+    from rcompat.elf.link.root import Root
     from rcompat.upgrade.inventory import inventory
     from rcompat.upgrade.stack import probe_stack
 

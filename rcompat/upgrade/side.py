@@ -18,7 +18,7 @@ from rcompat.upgrade.stack import Stack, driver_libraries
 class Side:
     name: str  # "OLD" | "NEW"
     label: str  # what the user gave (the image's tags, the directory)
-    root: object  # rcompat.elf.root.Root
+    root: object  # rcompat.elf.link.root.Root
     inventory: Inventory
     stack: Stack
     ld_library_path: list[str] = field(default_factory=list)  # the image's Env, in-root directories
@@ -28,7 +28,7 @@ class Side:
     @property
     def resolver(self):
         if self._resolver is None:
-            from rcompat.elf.resolve import Resolver
+            from rcompat.elf.link.resolve import Resolver
 
             self._resolver = Resolver(ld_library_path=list(self.ld_library_path), root=self.root)
         return self._resolver
@@ -54,7 +54,7 @@ def lacking(res) -> list:
 def overlay(side: Side, files: "dict[str, str]") -> Side:
     """`side` with OLD's files laid over its root at their in-root paths (in-root path -> host path),
     copying nothing: what --carry means (see rcompat.upgrade.carried)."""
-    from rcompat.elf.root import Root
+    from rcompat.elf.link.root import Root
 
     class OverlayRoot(Root):
         def __init__(self, base: Root) -> None:
@@ -88,6 +88,6 @@ class SharedIndexes:
         return self._alias.get(os.path.realpath(host), host)
 
     def index(self, host: str):
-        from rcompat.elf.symindex import readable_index
+        from rcompat.elf.read.symindex import readable_index
 
         return readable_index(self.canonical(host))

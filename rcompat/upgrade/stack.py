@@ -100,7 +100,7 @@ class _Finder:
 
 
 def probe_stack(root, label: str = "", env: "dict[str, str] | None" = None) -> Stack:
-    """Every component found in `root` (an rcompat.elf.root.Root)."""
+    """Every component found in `root` (an rcompat.elf.link.root.Root)."""
     find = _Finder(root)
     stack = Stack(label)
     stack.add(_newest_node(find, "libc.so.6", "GLIBC", "glibc"))
@@ -133,8 +133,8 @@ def loader_pick(find: _Finder, soname: str) -> str | None:
 
 def _newest_node(find: _Finder, soname: str, family: str, name: str) -> Component | None:
     from rcompat.elf.errors import ElfError
-    from rcompat.elf.objinfo import read_object
-    from rcompat.elf.verreq import version_key
+    from rcompat.elf.link.verreq import version_key
+    from rcompat.elf.read.objinfo import read_object
 
     inside = loader_pick(find, soname)
     if inside is None:

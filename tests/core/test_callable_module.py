@@ -25,8 +25,8 @@ def _colliding() -> list[tuple[str, str]]:
 
 def test_every_package_function_named_like_its_module_stays_callable():
     pairs = _colliding()
-    assert {("rcompat", "doctor"), ("rcompat", "render"), ("rcompat.elf", "symbols"),
-            ("rcompat.parity", "compare")} <= set(pairs)
+    # rcompat.elf's symbols/missing/coload no longer collide: their modules live in rcompat.elf.read/.link
+    assert {("rcompat", "doctor"), ("rcompat", "render"), ("rcompat.parity", "compare")} <= set(pairs)
     for package, name in pairs:
         module = importlib.import_module(f"{package}.{name}")  # what a first call or the CLI does
         assert getattr(importlib.import_module(package), name) is module

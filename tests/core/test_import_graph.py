@@ -85,7 +85,7 @@ def test_the_detector_sees_a_circle():
 
 def test_no_module_imports_back_from_a_module_that_imports_it():
     graph = _imports(_modules())
-    assert graph["rcompat.elf.patch_align"], "the import reader found nothing: it is broken"
+    assert graph["rcompat.elf.patch.align"], "the import reader found nothing: it is broken"
     assert _cycles({m: {t for t, _ in targets} for m, targets in graph.items()}) == []
 
 
@@ -94,3 +94,84 @@ def test_no_module_imports_private_names_of_another():
     private = sorted(f"{m} imports {name} from {target}" for m, targets in graph.items()
                      for target, name in targets if name.startswith("_") and not name.startswith("__"))
     assert private == []
+
+
+# The ELF engine and the upgrade scan, bottom to top. A level holds groups of units (a sub-package or a
+# top-level module of the engine); a module may import its own group and the levels below it, never a
+# group beside it or above it (abi and patch answer two questions at one level, and neither asks the
+# other). A new unit must be ranked here before anything imports it.
+LAYERS = {
+    "rcompat.elf": [[("rcompat.elf.errors",)], [("rcompat.elf.read",)], [("rcompat.elf.link",)],
+                    [("rcompat.elf.abi",), ("rcompat.elf.patch",)],
+                    [("rcompat.elf.checks", "rcompat.elf.targets")],  # the doctor's elf area
+                    [("rcompat.elf.cli",)]],
+    "rcompat.upgrade": [[("rcompat.upgrade.image",)],
+                        [("rcompat.upgrade.inventory", "rcompat.upgrade.stack", "rcompat.upgrade.stack_checks",
+                          "rcompat.upgrade.side", "rcompat.upgrade.carried", "rcompat.upgrade.rebind",
+                          "rcompat.upgrade.frameworks", "rcompat.upgrade.findings")],  # the checks of the scan
+                        [("rcompat.upgrade.scan",)], [("rcompat.upgrade.cli",)]],
+}
+
+
+def _unit(module: str, engine: str) -> str | None:
+    """The ranked unit MODULE belongs to; None for the engine package itself (its __init__ is the
+    public surface, above every unit)."""
+    if module == engine:
+        return None
+    return ".".join(module.split(".")[:3])
+
+
+def _rank(engine: str) -> dict[str, tuple[int, int]]:
+    """unit -> (level, group)"""
+    return {unit: (level, group) for level, groups in enumerate(LAYERS[engine])
+            for group, units in enumerate(groups) for unit in units}
+
+
+def _upward_imports(graph: dict[str, set[tuple[str, str]]], engine: str) -> list[str]:
+    rank = _rank(engine)
+    found = []
+    for module, targets in graph.items():
+        if not (module == engine or module.startswith(engine + ".")):
+            continue
+        for target, _ in targets:
+            if not target.startswith(engine + ".") and target != engine:
+                continue
+            source_unit, target_unit = _unit(module, engine), _unit(target, engine)
+            if source_unit is None or rank.get(source_unit) == rank.get(target_unit):
+                continue
+            if target_unit is None:
+                found.append(f"{module} imports the package {engine} (its public surface, above every part)")
+            elif rank[source_unit][0] <= rank[target_unit][0]:
+                found.append(f"{module} imports {target} ({source_unit} is not above {target_unit})")
+    return sorted(found)
+
+
+def test_every_part_of_the_layered_engines_is_ranked():
+    modules = _modules()
+    for engine in LAYERS:
+        units = {_unit(m, engine) for m in modules if m.startswith(engine + ".")}
+        assert units - set(_rank(engine)) == set(), f"rank these in LAYERS[{engine!r}]"
+
+
+def test_the_layered_engines_import_only_downward():
+    graph = _imports(_modules())
+    assert ("rcompat.elf.read.reader", "ElfImage") in graph["rcompat.elf.link.ldconf"] or \
+        any(t.startswith("rcompat.elf.read") for t, _ in graph["rcompat.elf.link.ldconf"]), "reader broken"
+    assert [p for engine in LAYERS for p in _upward_imports(graph, engine)] == []
+
+
+def test_the_downward_rule_sees_an_upward_import():
+    graph = {"rcompat.elf.read.reader": {("rcompat.elf.link.root", "Root")},
+             "rcompat.elf.abi.diff": {("rcompat.elf.patch.diff", "patch_diff"), ("rcompat.elf.read.reader", "")},
+             "rcompat.elf.link.root": {("rcompat.elf", "ElfError")}}
+    assert _upward_imports(graph, "rcompat.elf") == [
+        "rcompat.elf.abi.diff imports rcompat.elf.patch.diff (rcompat.elf.abi is not above rcompat.elf.patch)",
+        "rcompat.elf.link.root imports the package rcompat.elf (its public surface, above every part)",
+        "rcompat.elf.read.reader imports rcompat.elf.link.root (rcompat.elf.read is not above rcompat.elf.link)"]
+
+
+def test_the_image_reader_imports_nothing_else_of_upgrade():
+    graph = _imports(_modules())
+    outside = sorted(f"{m} imports {t}" for m, targets in graph.items() if m.startswith("rcompat.upgrade.image")
+                     for t, _ in targets if t.startswith("rcompat.upgrade") and not t.startswith("rcompat.upgrade.image"))
+    assert outside == []

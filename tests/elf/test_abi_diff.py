@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from rcompat.elf import ElfError, abi_diff
-from rcompat.elf.abi_render import abi_findings, render_abi
+from rcompat.elf.abi.render import abi_findings, render_abi
 
 
 @pytest.fixture(scope="session")

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from rcompat.elf import ElfError, NotElfError, deps, missing, symbols
-from rcompat.elf.reader import ElfImage
+from rcompat.elf.read.reader import ElfImage
 
 REPO = Path(__file__).resolve().parents[2]
 

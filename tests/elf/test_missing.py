@@ -4,7 +4,7 @@ from __future__ import annotations
 import shutil
 
 from rcompat.elf import missing
-from rcompat.elf.verreq import satisfying_copies, versions
+from rcompat.elf.link.verreq import satisfying_copies, versions
 
 
 def dlopen_error(path) -> str:

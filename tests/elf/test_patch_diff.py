@@ -9,7 +9,7 @@ import pytest
 from elftools.elf.elffile import ELFFile
 
 from rcompat.elf import ElfError, patch_diff
-from rcompat.elf.patch_render import render_patch
+from rcompat.elf.patch.render import render_patch
 
 
 def symbol_file_offset(path: Path, name: str) -> tuple[int, int, str]:
@@ -55,7 +55,7 @@ def test_patched_function_bytes_are_reported_exactly(demo, tmp_path):
     assert (run.old_offset, run.old_length, run.new_length) == (offset + 1, 3, 3)
     assert run.section == section == ".text" and run.old_vaddr == value + 1
     assert run.symbol == "demo_stable+0x1"
-    from rcompat.elf.patch_render import hexdump
+    from rcompat.elf.patch.render import hexdump
 
     lines = hexdump(run)
     assert dumped_bytes(lines, "+", offset + 1, 3) == written

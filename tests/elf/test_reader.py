@@ -7,7 +7,7 @@ import pytest
 from elftools.elf.elffile import ELFFile
 
 from rcompat.elf import ElfError
-from rcompat.elf.reader import ElfImage
+from rcompat.elf.read.reader import ElfImage
 
 SYSTEM_LIBS = ("/usr/lib/x86_64-linux-gnu/libc.so.6", "/usr/lib/x86_64-linux-gnu/libstdc++.so.6",
                "/usr/lib/R/lib/libR.so", "/usr/local/cuda-13.0/lib64/libcudart.so.13")

@@ -8,9 +8,9 @@ import subprocess
 import pytest
 
 from rcompat.elf import deps
-from rcompat.elf.ldcache import load_cache, parse_cache
-from rcompat.elf.reader import ElfImage
 from rcompat.elf.errors import ElfError
+from rcompat.elf.link.ldcache import load_cache, parse_cache
+from rcompat.elf.read.reader import ElfImage
 
 
 def ldd(path, env=None) -> dict[str, str | None]:

@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 
 from rcompat.elf.errors import ElfError
-from rcompat.elf.ldconf import derive_cache
-from rcompat.elf.missing import missing
-from rcompat.elf.resolve import VIA_CACHE, VIA_DERIVED_CACHE, deps
-from rcompat.elf.root import Root
-from rcompat.elf.verreq import versions
+from rcompat.elf.link.ldconf import derive_cache
+from rcompat.elf.link.missing import missing
+from rcompat.elf.link.resolve import VIA_CACHE, VIA_DERIVED_CACHE, deps
+from rcompat.elf.link.root import Root
+from rcompat.elf.link.verreq import versions
 
 REPO = Path(__file__).resolve().parents[2]
 SYSDIR = "/usr/lib/x86_64-linux-gnu"
@@ -338,8 +338,8 @@ def test_host_root_gives_the_same_results_as_no_root(torch_lib):
 
 def test_derived_cache_reads_sonames_like_the_elf_reader(rlibs):
     """The fast program-header read of derive_cache agrees with the full reader on real libraries."""
-    from rcompat.elf.ldconf import soname_and_kind
-    from rcompat.elf.objinfo import read_object
+    from rcompat.elf.link.ldconf import soname_and_kind
+    from rcompat.elf.read.objinfo import read_object
 
     paths = [rlibs["vendor"], rlibs["which1"], *sorted(Path(HOST_LIBDIR).glob("lib*.so.*"))[:150]]
     checked = 0
@@ -360,8 +360,8 @@ def test_derived_cache_reads_sonames_like_the_elf_reader(rlibs):
 
 def test_this_machines_ld_so_conf_derives_its_own_ld_so_cache():
     """The host as a root: the cache derived from /etc/ld.so.conf equals the one ldconfig wrote."""
-    from rcompat.elf.ldcache import load_cache
-    from rcompat.elf.ldconf import conf_dirs
+    from rcompat.elf.link.ldcache import load_cache
+    from rcompat.elf.link.ldconf import conf_dirs
 
     host = Root("/")
     written = os.stat("/etc/ld.so.cache").st_mtime

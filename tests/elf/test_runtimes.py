@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 import shutil
 
-from rcompat.elf.runtimes import duplicate_runtimes, duplicate_runtimes_in_process, mapped_objects
+from rcompat.elf.link.runtimes import duplicate_runtimes, duplicate_runtimes_in_process, mapped_objects
 
 
 def _fake_runtime(src, dest, name):

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from rcompat.elf import symbols
-from rcompat.elf.symbol_text import json_interiors
+from rcompat.elf.read.symbol_text import json_interiors
 
 FIXTURES = ["versioned", "needs_version", "versioned_old", "needs_b", "user", "interpose_b"]
 
@@ -97,7 +97,7 @@ def test_elf_symbols_command_imports_no_heavy_or_unrelated_module(libs):
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)  # the command really ran
     loaded = set(proc.stderr.split())
-    assert "rcompat.elf.symbol_text" in loaded
+    assert "rcompat.elf.read.symbol_text" in loaded
     unwanted = {"numpy", "pandas", "torch", "rpy2", "elftools", "rcompat.model", "rcompat.doctor", "rcompat.r",
                 "rcompat.cuda", "rcompat.race", "rcompat.tools", "dataclasses"}
     assert loaded & unwanted == set()
@@ -106,7 +106,7 @@ def test_elf_symbols_command_imports_no_heavy_or_unrelated_module(libs):
 @pytest.mark.parametrize("stt", [3, 4])  # STT_SECTION, STT_FILE
 def test_section_and_file_symbols_are_left_out_like_nm(cli, libs, tmp_path, stt):
     """A .dynsym holding a section or file symbol (older linkers wrote them): nm -D leaves it out."""
-    from rcompat.elf.reader import ElfImage
+    from rcompat.elf.read.reader import ElfImage
 
     data = bytearray(libs["versioned"].read_bytes())
     with ElfImage(libs["versioned"]) as img:

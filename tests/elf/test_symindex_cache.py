@@ -8,7 +8,7 @@ import struct
 import pytest
 
 from rcompat import cache
-from rcompat.elf import symindex
+from rcompat.elf.read import symindex
 
 
 def test_small_tables_are_not_cached(demo, tmp_path):

@@ -224,9 +224,9 @@ def test_image_tarball_with_a_whiteout_layer_against_a_directory(tmp_path, roots
 
 def test_without_a_driver_the_driver_check_skips_with_what_to_do(roots):
     from rcompat.cuda.nvml import probe_nvml
+    from rcompat.elf.link.root import Root
     from rcompat.upgrade.stack import probe_stack
     from rcompat.upgrade.stack_checks import driver_finding
-    from rcompat.elf.root import Root
 
     if probe_nvml().status == "ok":
         pytest.skip("this machine has an NVIDIA driver: test_driver_of_this_machine covers it")
@@ -237,9 +237,9 @@ def test_without_a_driver_the_driver_check_skips_with_what_to_do(roots):
 @pytest.mark.gpu
 def test_driver_of_this_machine(roots):
     from rcompat.cuda.nvml import probe_nvml
+    from rcompat.elf.link.root import Root
     from rcompat.upgrade.stack import probe_stack
     from rcompat.upgrade.stack_checks import driver_finding
-    from rcompat.elf.root import Root
 
     facts = probe_nvml()
     if facts.status != "ok":

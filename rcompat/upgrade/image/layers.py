@@ -1,0 +1,293 @@
+"""Merging an image's layers into one root, keeping only what the upgrade scan reads.
+
+Layers are applied in order, as overlayfs would stack them: an entry replaces what a lower layer had
+at its path (a directory merges with a lower directory); `.wh.NAME` removes NAME from the lower layers;
+`.wh..wh..opq` empties its directory of what the lower layers put there. A whiteout never removes what
+its own layer wrote, whatever the member order.
+
+Each member is read once. An uncompressed layer is walked header by header and a kept file is copied
+in the kernel (copy_file_range) straight from the tarball; a gzip layer is streamed, and its CRC checked
+by reading it to the end. Regular files are kept when they are ELF shared objects or executables (the
+magic and e_type sniffed from the first bytes) or match METADATA_PATTERNS; symlinks and directories are
+always kept (sonames resolve through them), directories made when something is written in them (an
+image has thousands, most holding nothing kept); devices and FIFOs never.
+"""
+from __future__ import annotations
+
+import gzip
+import io
+import os
+import re
+import shutil
+import tarfile
+import zlib
+from dataclasses import dataclass, field
+from fnmatch import translate
+
+from rcompat.errors import ImageError
+from rcompat.upgrade.image.manifest import Blob, LayerRef
+from rcompat.upgrade.image.safety import RootWriter, member_parts, rel
+from rcompat.upgrade.image.tarheaders import Unsupported, expect_zeros, read_headers
+
+# Besides ELF objects, the files the upgrade scan reads (paths inside the root; `*` also crosses '/').
+METADATA_PATTERNS = (
+    "etc/ld.so.cache", "etc/ld.so.conf", "etc/ld.so.conf.d/*", "etc/ld.so.preload",  # the loader's view
+    "etc/os-release", "usr/lib/os-release",
+    "*.dist-info/METADATA", "*.egg-info/PKG-INFO", "*.egg-info",  # Python packages' versions
+    "*/torch/version.py",  # torch's CUDA build
+    "*/library/*/DESCRIPTION", "*/site-library/*/DESCRIPTION",  # R packages' versions
+    "*/R/etc/Renviron", "*/R/etc/ldpaths",  # where R looks for libraries
+    "*include/cudnn_version*.h",  # cuDNN's version
+    "*cuda*/version.json", "*cuda*/version.txt",  # the CUDA toolkit's version
+)
+_METADATA = re.compile("|".join(translate(p) for p in METADATA_PATTERNS))
+# A path can match a pattern only if it ends with the pattern's literal tail (or, tail-less, starts with
+# its literal head): two C-level string tests spare the regex for almost every file of an image.
+_LITERAL_ENDS = [(parts[0], parts[-1]) for parts in (re.split(r"[*?[]", p) for p in METADATA_PATTERNS)]
+_TAILS = tuple(tail for _head, tail in _LITERAL_ENDS if tail)
+_HEADS = tuple(head for head, tail in _LITERAL_ENDS if not tail)
+_ELF_HEAD = 20  # e_ident (16) + e_type (2)
+_ELF_MIN_SIZE = 52  # the smallest ELF header: anything shorter is no object
+_ELF_OBJECT_TYPES = (2, 3)  # ET_EXEC, ET_DYN: not .o files or core dumps
+_WHITEOUT, _OPAQUE = ".wh.", ".wh..wh..opq"
+_COPY_CHUNK = 1 << 30
+_MAGIC = ((b"\x1f\x8b", "gzip"), (b"\x28\xb5\x2f\xfd", "zstd"), (b"\xfd7zXZ\x00", "xz"), (b"BZh", "bzip2"))
+
+
+@dataclass
+class Tally:
+    """What was left out, over all layers, for the Source's notes."""
+
+    skipped: int = 0
+    skipped_bytes: int = 0
+    special: list[str] = field(default_factory=list)
+    unlinked: list[str] = field(default_factory=list)
+
+    def notes(self, everything: bool) -> list[str]:
+        notes = []
+        if self.skipped:
+            notes.append(f"{_count(self.skipped, 'file')} ({human_size(self.skipped_bytes)}) not materialised: "
+                         "neither ELF objects nor metadata the scan reads")
+        if self.special:
+            notes.append(f"{_count(len(self.special), 'device file or FIFO', 'device files or FIFOs')} skipped "
+                         f"(e.g. {self.special[0]})")
+        if self.unlinked and everything:
+            notes.append(f"{_count(len(self.unlinked), 'hard link')} skipped: the target is not in the image "
+                         f"(e.g. {self.unlinked[0]})")
+        return notes
+
+
+def apply_layer(writer: RootWriter, layer: LayerRef, *, everything: bool, tally: Tally) -> dict:
+    """Apply one layer onto writer's root; the layer's description for Source.layers."""
+    blob = layer.blob
+    compression = next((c for magic, c in _MAGIC if os.pread(blob.fd, 6, blob.offset).startswith(magic)), "")
+    if compression not in ("", "gzip"):
+        raise ImageError(f"is {compression}-compressed ({layer.media_type or 'no media type'}); rcompat reads "
+                         "uncompressed and gzip layers: re-save the image with those")
+    window = io.BufferedReader(_Window(blob), 1 << 16)
+    try:
+        if compression == "gzip":
+            with gzip.GzipFile(fileobj=window, mode="rb") as stream:
+                members, taken = _apply(writer, _streamed(stream), everything, tally)
+                _check_tail(stream)
+        else:
+            members, taken = _apply(writer, _in_place(window, blob), everything, tally)
+    except (tarfile.TarError, EOFError, zlib.error, gzip.BadGzipFile) as exc:
+        raise ImageError(f"truncated or corrupt ({' '.join(str(exc).split()) or type(exc).__name__})") from None
+    return {"layer": blob.name, "media_type": layer.media_type or f"tar{'+' + compression if compression else ''}",
+            "size": blob.size, "members": members, "taken": taken}
+
+
+def _apply(writer: RootWriter, entries, everything: bool, tally: Tally) -> tuple[int, int]:
+    touched: set[str] = set()  # what this layer wrote, with every ancestor: whiteouts spare it
+    members = taken = 0
+    for member, head, fill in entries:
+        members += 1
+        parts = member_parts(member.name)
+        if not parts:
+            continue
+        if parts[-1].startswith(_WHITEOUT):
+            _whiteout(writer, parts, touched)
+            continue
+        _touch(touched, parts)
+        if member.isdir():
+            writer.mkdir(parts, make=everything)
+        elif member.issym():
+            writer.symlink(parts, member.linkname)
+            taken += 1
+        elif member.islnk():
+            if writer.hardlink(parts, member_parts(member.linkname, "hard link target")):
+                taken += 1
+            else:
+                tally.unlinked.append(f"{rel(parts)} -> {member.linkname}")
+        elif member.isreg() and (everything or _is_metadata(rel(parts)) or _is_elf_object(member, head)):
+            writer.write_file(parts, member.mode, fill)
+            taken += 1
+        else:
+            writer.remove(parts)  # hides what a lower layer had there; refuses a path through a symlink
+            if member.isreg():
+                tally.skipped += 1
+                tally.skipped_bytes += member.size
+            else:
+                tally.special.append(rel(parts))
+    return members, taken
+
+
+def _touch(touched: set[str], parts: tuple[str, ...]) -> None:
+    for depth in range(len(parts), 0, -1):
+        path = rel(parts[:depth])
+        if path in touched:
+            return  # so are its ancestors
+        touched.add(path)
+
+
+def _whiteout(writer: RootWriter, parts: tuple[str, ...], touched: set[str]) -> None:
+    if parts[-1] == _OPAQUE:
+        writer.clear_dir(parts[:-1], touched)
+        return
+    hidden = parts[-1][len(_WHITEOUT):]
+    if hidden in ("", ".", ".."):
+        raise ImageError(f"whiteout {rel(parts)!r} names no entry")
+    victim = parts[:-1] + (hidden,)
+    if rel(victim) not in touched:
+        writer.remove(victim)
+
+
+def _is_metadata(path: str) -> bool:
+    return (path.endswith(_TAILS) or path.startswith(_HEADS)) and _METADATA.fullmatch(path) is not None
+
+
+def _is_elf_object(member: tarfile.TarInfo, head) -> bool:
+    if member.size < _ELF_MIN_SIZE:
+        return False
+    data = head()
+    if data[:4] != b"\x7fELF" or len(data) < _ELF_HEAD:
+        return False
+    return int.from_bytes(data[16:18], "little" if data[5] == 1 else "big") in _ELF_OBJECT_TYPES
+
+
+def _in_place(window: io.BufferedReader, blob: Blob):
+    """Members of an uncompressed layer: headers walked (in bulk where rcompat.upgrade.image.tarheaders can),
+    data read once, if kept, straight from the file."""
+    try:
+        members = read_headers(blob.fd, blob.offset, blob.size)
+    except Unsupported:
+        yield from _tarfile_in_place(window, blob)
+        return
+    for member in members:
+        yield (member, *_at(blob, member))
+
+
+def _tarfile_in_place(window: io.BufferedReader, blob: Blob):
+    tar = tarfile.open(fileobj=window, mode="r:")
+    for member in tar:
+        if member.issparse():
+            yield from _one_streamed(tar, member)
+        else:
+            yield (member, *_at(blob, member))
+    expect_zeros(blob.fd, blob.offset, tar.offset, blob.size)
+
+
+def _at(blob: Blob, member: tarfile.TarInfo):
+    """Sniffing and copying of a member whose data lies in place in the blob."""
+    start = blob.offset + member.offset_data
+
+    def head() -> bytes:
+        return os.pread(blob.fd, _ELF_HEAD, start)
+
+    def fill(fd: int) -> None:
+        _copy_range(blob.fd, fd, start, member.size)
+
+    return head, fill
+
+
+def _streamed(stream: gzip.GzipFile):
+    """Members of a compressed layer, read in one pass: the first bytes sniffed, then the rest copied."""
+    tar = tarfile.open(fileobj=stream, mode="r|")
+    for member in tar:
+        yield from _one_streamed(tar, member)
+
+
+def _one_streamed(tar: tarfile.TarFile, member: tarfile.TarInfo):
+    reader = tar.extractfile(member) if member.isreg() else None
+    first = b""
+
+    def head() -> bytes:
+        nonlocal first
+        first = first or reader.read(_ELF_HEAD)
+        return first
+
+    def fill(fd: int) -> None:
+        with open(fd, "wb", closefd=False) as out:
+            out.write(head())
+            shutil.copyfileobj(reader, out, 1 << 20)
+
+    yield member, head, fill
+
+
+def _copy_range(src: int, dst: int, offset: int, size: int) -> None:
+    done = 0
+    try:
+        while done < size:
+            n = os.copy_file_range(src, dst, min(size - done, _COPY_CHUNK), offset + done)
+            if n == 0:
+                raise ImageError("a member's data ends early: truncated layer")
+            done += n
+    except OSError:  # no copy_file_range between these files: copy through user space
+        while done < size:
+            chunk = os.pread(src, min(size - done, 1 << 20), offset + done)
+            if not chunk:
+                raise ImageError("a member's data ends early: truncated layer") from None
+            done += os.write(dst, chunk)
+
+
+def _check_tail(stream: gzip.GzipFile) -> None:
+    """Read a gzip layer to its end, so its CRC is checked, and insist that only zeros follow the tar."""
+    while True:
+        chunk = stream.read(1 << 20)
+        if not chunk:
+            return
+        if chunk.strip(b"\0"):
+            raise ImageError("damaged tar header in the layer (data after the last readable member)")
+
+
+class _Window(io.RawIOBase):
+    """A read-only, seekable view of `blob.size` bytes at `blob.offset` of a descriptor."""
+
+    def __init__(self, blob: Blob) -> None:
+        self._blob, self._pos = blob, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        want = min(len(buffer), self._blob.size - self._pos)
+        if want <= 0:
+            return 0
+        data = os.pread(self._blob.fd, want, self._blob.offset + self._pos)
+        buffer[:len(data)] = data
+        self._pos += len(data)
+        return len(data)
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: self._blob.size}[whence]
+        self._pos = max(0, base + offset)
+        return self._pos
+
+    def tell(self) -> int:
+        return self._pos
+
+
+def _count(n: int, one: str, many: str = "") -> str:
+    return f"{n} {one if n == 1 else many or one + 's'}"
+
+
+def human_size(size: float) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if size < 1000 or unit == "GB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1000
+    return f"{size:.1f} GB"

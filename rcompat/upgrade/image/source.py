@@ -1,0 +1,167 @@
+"""What `rcompat upgrade OLD NEW` reads on each side: one root filesystem, whatever it was given as.
+
+    with open_source("pytorch-2.4.tar") as src:   # or an OCI layout dir, a root filesystem dir, "/"
+        src.root, src.kind, src.label, src.env, src.layers, src.notes
+
+- `/`: this machine, read in place (`env`: this process's loader-related variables, never all of them,
+  so no secret reaches a report).
+- a directory holding a root filesystem: read in place, never copied (`env` is empty: a directory has no
+  image config).
+- an image: a `docker save` / `podman save` tarball (docker-archive, docker >= 25's OCI-inside, or
+  oci-archive), an OCI image layout directory, or an unpacked `docker save`. Its layers are merged into
+  a temporary directory holding only what the scan reads (rcompat.upgrade.image.layers), deleted when the
+  `with` block ends, also on an error or Ctrl-C. `extract=DIR` materialises everything into DIR instead
+  (DIR must be empty or absent) and keeps it. A tarball holding several images: `FILE@TAG` picks one;
+  without it the first is read and `notes` says so.
+Anything unusable (missing path, truncated tarball, not an image, a member escaping the root) raises
+rcompat.errors.ImageError with one line naming the input, and leaves nothing behind.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Iterator
+
+from rcompat.errors import ImageError, UsageError
+from rcompat.upgrade.image.layers import Tally, apply_layer, human_size
+from rcompat.upgrade.image.manifest import DirContainer, TarContainer, is_image_dir, read_image
+from rcompat.upgrade.image.safety import RootWriter, is_empty_dir
+
+# This machine's variables that steer which libraries load (what an image's config Env would say).
+HOST_ENV = ("PATH", "LD_LIBRARY_PATH", "LD_PRELOAD", "CUDA_HOME", "CUDA_PATH", "CUDA_VISIBLE_DEVICES",
+            "NVIDIA_VISIBLE_DEVICES", "PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "CONDA_PREFIX",
+            "R_HOME", "R_LIBS", "R_LIBS_SITE", "R_LIBS_USER", "TORCH_HOME", "TORCH_INSTALL_PATH")
+_COMPRESSED = ((b"\x1f\x8b", "gzip", "gunzip -k"), (b"\x28\xb5\x2f\xfd", "zstd", "zstd -d"),
+               (b"\xfd7zXZ\x00", "xz", "xz -dk"), (b"BZh", "bzip2", "bunzip2 -k"))
+
+
+@dataclass
+class Source:
+    root: str  # a host directory that is the merged root filesystem ("/" for this machine)
+    kind: str  # "directory" | "docker-archive" | "oci-layout" | "host"
+    label: str  # what findings call it: the tarball's name and tags, or the directory
+    env: dict[str, str] = field(default_factory=dict)  # the image config's Env
+    layers: list[dict] = field(default_factory=list)  # layer, media_type, size, members, taken
+    notes: list[str] = field(default_factory=list)  # what was left out, and why
+
+
+@contextmanager
+def open_source(spec: str, *, extract: "str | None" = None, progress=None,
+                tmpdir: "str | None" = None) -> Iterator[Source]:
+    """The root filesystem `spec` names (see the module doc). `progress`: a rcompat.progress.Progress
+    told about each layer. `tmpdir`: where the temporary root goes (default: $TMPDIR)."""
+    if not spec:
+        raise UsageError("an empty path names no root filesystem or image")
+    if os.path.normpath(spec) == "/" and "@" not in spec:
+        if extract:
+            raise UsageError("--extract applies to an image, not to this machine ('/')")
+        yield Source("/", "host", "this machine (/)", {k: os.environ[k] for k in HOST_ENV if k in os.environ})
+        return
+    path, selector = _locate(spec)
+    if os.path.isdir(path) and not is_image_dir(path):
+        if extract or selector:
+            raise UsageError(f"{spec}: a root filesystem directory is read in place: "
+                             f"{'--extract' if extract else '@TAG'} applies to images only")
+        yield Source(os.path.abspath(path), "directory", path)
+        return
+    container = DirContainer(path) if os.path.isdir(path) else _open_tarball(path)
+    try:
+        name = os.path.basename(os.path.normpath(path))
+        plan = read_image(container, name, selector)
+        target, made = _target(extract, tmpdir)
+        try:
+            layers, notes = _materialise(plan, target, extract is not None, progress)
+        except BaseException:
+            _discard(target, made)
+            raise
+        try:
+            yield Source(target, plan.kind, plan.label, plan.env, layers, plan.notes + notes)
+        finally:
+            if extract is None:
+                shutil.rmtree(target, ignore_errors=True)
+    finally:
+        container.close()
+
+
+def is_image(spec: str) -> bool:
+    """Whether open_source would read `spec` as an image (merged into a temporary root, or into
+    `extract`), rather than in place: "/" and root filesystem directories are read in place."""
+    if os.path.normpath(spec) == "/" and "@" not in spec:
+        return False
+    path, _selector = _locate(spec)
+    return not os.path.isdir(path) or is_image_dir(path)
+
+
+def _locate(spec: str) -> tuple[str, "str | None"]:
+    if os.path.lexists(spec):
+        return spec, None
+    path, at, selector = spec.rpartition("@")
+    if at and path and selector and os.path.lexists(path):
+        return path, selector
+    raise ImageError(f"{spec}: no such file or directory (give a root filesystem directory, an image "
+                     "tarball from docker/podman save, an OCI layout directory, or /)")
+
+
+def _open_tarball(path: str) -> TarContainer:
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(6)
+    except OSError as exc:
+        raise ImageError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    for magic, compression, command in _COMPRESSED:
+        if head.startswith(magic):
+            raise ImageError(f"{path} is {compression}-compressed: decompress it first ({command} {path}) "
+                             "and give the .tar")
+    return TarContainer(path)
+
+
+def _target(extract: "str | None", tmpdir: "str | None") -> tuple[str, "str | None"]:
+    """The directory to merge into, and the outermost directory rcompat made for it (None: it was there)."""
+    if extract is None:
+        target = tempfile.mkdtemp(prefix="rcompat-root-", dir=tmpdir)
+        return target, target
+    if os.path.lexists(extract):
+        if os.path.islink(extract) or not os.path.isdir(extract):
+            raise UsageError(f"--extract {extract}: not a directory")
+        if not is_empty_dir(extract):
+            raise UsageError(f"--extract {extract}: the directory is not empty; give a new or empty one")
+        return extract, None
+    top = os.path.abspath(extract)  # the outermost directory rcompat makes: removed whole on failure
+    while not os.path.lexists(os.path.dirname(top)):
+        top = os.path.dirname(top)
+    try:
+        os.makedirs(extract, 0o755)
+    except OSError as exc:
+        raise UsageError(f"--extract {extract}: cannot create it: {exc.strerror or exc}") from None
+    return extract, top
+
+
+def _materialise(plan, target: str, everything: bool, progress) -> tuple[list[dict], list[str]]:
+    tally = Tally()
+    layers = []
+    with RootWriter(target) as writer:
+        for number, layer in enumerate(plan.layers, 1):
+            where = f"{plan.label}: layer {number}/{len(plan.layers)} ({layer.blob.name})"
+            if progress is not None:
+                progress.note(f"{where}, {human_size(layer.blob.size)}")
+            try:
+                layers.append(apply_layer(writer, layer, everything=everything, tally=tally))
+            except ImageError as exc:
+                raise ImageError(f"{where}: {exc}") from None
+    return layers, tally.notes(everything)
+
+
+def _discard(target: str, made: "str | None") -> None:
+    """Undo a failed merge: remove what rcompat made, or empty the (empty before) --extract directory."""
+    if made:
+        shutil.rmtree(made, ignore_errors=True)
+        return
+    for name in os.listdir(target):
+        full = os.path.join(target, name)
+        if os.path.isdir(full) and not os.path.islink(full):
+            shutil.rmtree(full, ignore_errors=True)
+        else:
+            os.unlink(full)
