@@ -40,7 +40,7 @@ from pathlib import Path
 BUILDER_VERSION = "1"
 PACKAGES = ("r-base-core", "r-base-dev", "python3", "python3-venv", "python3-dev", "python3-pip",
             "gcc", "g++", "make", "binutils", "ca-certificates", "r-cran-reticulate",
-            "r-cran-jsonlite", "r-cran-rcpp")
+            "r-cran-jsonlite", "r-cran-rcpp", "r-cran-testthat", "abigail-tools", "libc6-dev")
 # Built into the root's wheelhouse (/opt/rcompat-wheels) against the root's own R and Python, so a test
 # session installs them offline in seconds. "rpy2" is whatever the [[rpy2]] table picks for the
 # root's R (scripts/rpy2_requirement.py, run inside the root).

@@ -12,7 +12,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,22 +46,6 @@ def tier_root(debian_root) -> Path:
         return debian_root.ensure_root("auto")
     except debian_root.RootUnavailable as exc:
         pytest.skip(f"the Debian root tier cannot run here: {exc}")
-
-
-def build_wheel(dest: Path) -> Path:
-    """A wheel of this checkout as it is now (tracked and new files, not ignored ones), built from a
-    copy so the checkout gets no build/ or egg-info."""
-    src = dest / "src"
-    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=REPO,
-                           capture_output=True, text=True, check=True).stdout.split("\0")
-    for name in filter(None, files):
-        if (REPO / name).is_file():
-            (src / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(REPO / name, src / name)
-    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
-                           "-w", str(dest / "wheels"), str(src)], capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, f"building rcompat's wheel failed:\n{proc.stdout}\n{proc.stderr}"
-    return next((dest / "wheels").glob("rcompat-*.whl"))
 
 
 @dataclass
@@ -118,13 +101,13 @@ class Tier:
 
 
 @pytest.fixture(scope="session")
-def tier(tier_root, debian_root) -> Tier:
+def tier(tier_root, debian_root, wheel_builder) -> Tier:
     host_dir = tier_root / INSIDE.lstrip("/")
     shutil.rmtree(host_dir, ignore_errors=True)   # a crashed earlier session's leftovers
     host_dir.mkdir(parents=True)
     made = Tier(debian_root, tier_root, host_dir)
     try:
-        wheel = build_wheel(host_dir)
+        wheel = wheel_builder(host_dir)
         made.install(f"{INSIDE}/wheels/{wheel.name}")
         yield made
     finally:
