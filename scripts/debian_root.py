@@ -213,6 +213,8 @@ def _provision(tmp: Path, log) -> None:
 
 def ensure_root(suite: str = "auto", log_path: Path | None = None) -> Path:
     """The cached root for `suite`, built first when missing (minutes; one builder at a time)."""
+    if os.geteuid() != 0:   # also with a cached root: entering it needs root
+        raise RootUnavailable("not root: debootstrap and chroot need root (run the tier as root)")
     suite = resolve_suite(suite)
     final = cached_root_path(suite)
     if (final / ".rcompat-root-complete").is_file():

@@ -71,6 +71,8 @@ def test_not_root_skips_with_reason(debian_root, monkeypatch):
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
     with pytest.raises(debian_root.RootUnavailable, match="not root"):
         debian_root.check_can_build("http://deb.debian.org/debian", "trixie")
+    with pytest.raises(debian_root.RootUnavailable, match="not root"):
+        debian_root.ensure_root("trixie")   # a cached root cannot be entered either
 
 
 def test_incomplete_root_is_refused(debian_root, tmp_path):
