@@ -161,9 +161,13 @@ def check_can_build(mirror: str, suite: str) -> None:
     raise RootUnavailable(f"Debian mirror unreachable: {url}: {error}")
 
 
-def _retry(what: str, argv: list[str], log, env=None, attempts: int = RETRIES, timeout: float = 1200):
-    """Run argv up to `attempts` times (mirrors drop connections); RootError with its last output."""
+def _retry(what: str, argv: list[str], log, env=None, attempts: int = RETRIES, timeout: float = 1200,
+           before_retry=None):
+    """Run argv up to `attempts` times (mirrors drop connections); RootError with its last output.
+    before_retry() runs before each further attempt (debootstrap needs an empty directory again)."""
     for attempt in range(1, attempts + 1):
+        if attempt > 1 and before_retry:
+            before_retry()
         proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                               env=env or _root_env(), timeout=timeout)
         log.write(f"$ {shlex.join(argv)}  (attempt {attempt})\n{proc.stdout}\n")
@@ -230,7 +234,8 @@ def ensure_root(suite: str = "auto", log_path: Path | None = None) -> Path:
         log_path = log_path or final.parent / f"{final.name}.log"
         try:
             with open(log_path, "w") as log:
-                _retry("debootstrap", ["debootstrap", "--variant=minbase", suite, str(tmp), mirror], log)
+                _retry("debootstrap", ["debootstrap", "--variant=minbase", suite, str(tmp), mirror], log,
+                       before_retry=lambda: (shutil.rmtree(tmp), tmp.mkdir()))
                 _provision(tmp, log)
             (tmp / ".rcompat-root-complete").write_text(f"{suite} {mirror} {root_key(suite)}\n")
             if final.exists():  # an incomplete leftover of an older builder without the marker

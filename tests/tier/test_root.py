@@ -134,3 +134,28 @@ def test_bad_bind_is_a_clear_error(debian_root, tier_root, tmp_path):
     with pytest.raises(debian_root.RootError, match="cannot (enter|create|mount)"):
         debian_root.run_in_root(tier_root, ["true"], binds={str(tmp_path): "/etc/hostname/sub"})
     assert host_mounts_under(tier_root) == []
+
+
+def test_failed_build_leaves_no_root_behind(debian_root, tmp_path, monkeypatch):
+    """A build that fails half-way (here: the package install) leaves only its log; the next call
+    builds again instead of taking the half-built directory."""
+    monkeypatch.setenv("RCOMPAT_TIER_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("RCOMPAT_TIER_MIRROR", "http://mirror.invalid/debian")
+    monkeypatch.setattr(debian_root, "check_can_build", lambda mirror, suite: None)
+    calls = []
+
+    def fake_retry(what, argv, log, **kw):
+        calls.append(what)
+        if what == "debootstrap":
+            Path(argv[3], "etc").mkdir(parents=True)   # something half-built
+            return None
+        raise debian_root.RootError("E: Unable to fetch some archives")
+
+    monkeypatch.setattr(debian_root, "_retry", fake_retry)
+    for _ in range(2):
+        with pytest.raises(debian_root.RootError, match="building the trixie root failed .*Unable to fetch"):
+            debian_root.ensure_root("trixie")
+    assert calls == ["debootstrap", "apt-get update"] * 2
+    left = sorted(p.name for p in (tmp_path / "cache").iterdir())
+    assert left == [f".{debian_root.cached_root_path('trixie').name}.lock",
+                    f"{debian_root.cached_root_path('trixie').name}.log"]
