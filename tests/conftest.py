@@ -144,9 +144,12 @@ def build_wheel(dest: Path) -> Path:
     """A wheel of this checkout as it is now (tracked and new files, not ignored ones), built from a
     copy under dest so the checkout gets no build/ or egg-info."""
     src = dest / "src"
-    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=REPO,
-                           capture_output=True, text=True, check=True).stdout.split("\0")
-    for name in filter(None, files):
+    listed = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=REPO,
+                            capture_output=True, text=True)
+    if listed.returncode != 0:   # not a git checkout (an unpacked copy): everything but build output
+        shutil.copytree(REPO, src, ignore=shutil.ignore_patterns(".venv", "build", "*.egg-info", "__pycache__",
+                                                                 ".pytest_cache", ".git"))
+    for name in filter(None, listed.stdout.split("\0") if listed.returncode == 0 else []):
         if (REPO / name).is_file():
             (src / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(REPO / name, src / name)

@@ -87,7 +87,8 @@ def test_compiler_that_rejects_c17_is_a_warning(tmp_path, rlibs, monkeypatch):
                       'exec gcc "$@"\n')
     old_cc.chmod(0o755)
     makevars = tmp_path / "Makevars"
-    makevars.write_text(f"CC={old_cc}\n")
+    # CC17 too: R >= 4.5 configures CC as gnu23 and the C17 check compiles with CC17
+    makevars.write_text(f"CC={old_cc}\nCC17={old_cc} -std=gnu17\n")
     ctx = Context(timeout=60, options={"r_lib_paths": [str(rlibs["dev"])]})
     monkeypatch.setenv("R_MAKEVARS_USER", str(makevars))
     findings = list(checks.check_compiler(ctx))
