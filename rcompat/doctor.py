@@ -21,12 +21,13 @@ from typing import Any, Callable, Iterable
 from rcompat import cache
 from rcompat.errors import UsageError
 from rcompat.isolate import allow_children, children_stopped_on_interrupt
-from rcompat.model import Finding, Report, Status
+from rcompat.model import Finding, Report, Status, share_duration
 from rcompat.progress import Progress, disabled
 
-# Order is the order of the report: the stack from the bottom (R, Python) up to the GPU and the
+# Order is the order of the report: the stack from the bottom (the system, R, Python) up to the GPU and the
 # combinations that break in one process.
 AREA_MODULES: dict[str, str] = {
+    "system": "rcompat.system",
     "r": "rcompat.r.checks",
     "python": "rcompat.pyenv",
     "cuda": "rcompat.cuda.checks",
@@ -37,7 +38,7 @@ AREA_MODULES: dict[str, str] = {
 DEFAULT_TIMEOUT_S = 60.0
 # Areas start in this order (the report keeps AREA_MODULES' order): the race trial and R's children
 # take longest, so with fewer workers than areas they must not wait behind the quick ones.
-START_ORDER = ("race", "r", "cuda", "elf", "python")
+START_ORDER = ("race", "r", "cuda", "elf", "python", "system")
 
 
 class Context:
@@ -178,11 +179,15 @@ def run_area(area: str, ctx: Context, progress: Progress | None = None) -> list[
 
 
 def run_check(area: str, check: Callable[[Context], Iterable[Finding]], ctx: Context) -> list[Finding]:
+    """The findings of one check, each with its share of the check's time (JUnit's `time`)."""
+    start = time.monotonic()
     try:
-        return list(check(ctx) or [])
+        findings = list(check(ctx) or [])
     except Exception as exc:  # noqa: BLE001 - the error boundary of one check
         check_id = getattr(check, "check_id", None) or f"{area.upper()}-{check.__name__.upper()}"
-        return [_boundary_error(area, check_id, f"check {check.__name__} raised", exc)]
+        findings = [_boundary_error(area, check_id, f"check {check.__name__} raised", exc)]
+    share_duration(findings, time.monotonic() - start)
+    return findings
 
 
 def _boundary_error(area: str, check_id: str, title: str, exc: BaseException) -> Finding:

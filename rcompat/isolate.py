@@ -19,11 +19,15 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 
 from rcompat.model import Finding, Status
 
+if TYPE_CHECKING:
+    from rcompat.stall import Patience
+
 TAIL_LINES = 20
+POLL_S = 0.25  # how often a patient run looks at its child
 
 
 @dataclass
@@ -35,6 +39,10 @@ class ChildResult:
     stdout: str
     stderr: str
     records: list[dict[str, Any]] = field(default_factory=list)
+    # A patient run (rcompat.stall) only: why the child was killed (stalled, starved, busy) and what it
+    # used: {"cpu_s", "waited_s", "stopped_s"}.
+    timeout_reason: str | None = None
+    usage: dict[str, float] | None = None
 
     @property
     def signal(self) -> int | None:
@@ -77,6 +85,8 @@ class ChildResult:
         return "\n".join(lines[-n:])
 
     def describe_end(self) -> str:
+        if self.timed_out and self.timeout_reason == "starved":
+            return f"starved of CPU: no result within {self.duration_s:.0f} s; killed"
         if self.timed_out:
             return f"hung: no result within {self.duration_s:.0f} s; killed"
         if self.signal_name:
@@ -86,12 +96,17 @@ class ChildResult:
     def to_evidence(self) -> dict[str, Any]:
         return {"command": " ".join(self.argv), "returncode": self.returncode, "signal": self.signal_name,
                 "timed_out": self.timed_out, "duration_s": round(self.duration_s, 3),
-                "last_step": self.last_step, "output_tail": self.tail()}
+                "last_step": self.last_step, "output_tail": self.tail(),
+                **({"timeout_reason": self.timeout_reason, "usage": self.usage} if self.usage is not None else {})}
 
 
 def run_child(argv: Sequence[str], *, timeout: float, env: Mapping[str, str] | None = None,
-              cwd: str | None = None, stdin: str | None = None) -> ChildResult:
+              cwd: str | None = None, stdin: str | None = None, patience: "Patience | None" = None) -> ChildResult:
     """Run `argv`, kill its whole process group on timeout, parse JSON lines from stdout.
+
+    With `patience` (rcompat.stall) the timeout is not a wall-clock limit: a child still making
+    progress at the timeout (CPU time, waiting for a CPU) runs on, up to the patience's limit, and
+    the result says why it was killed and what it used.
 
     The child gets a temporary directory of its own (TMPDIR), removed when it has ended: R creates
     /tmp/RtmpXXXXXX in every session and removes it only on a clean exit, so a child killed on a
@@ -105,14 +120,14 @@ def run_child(argv: Sequence[str], *, timeout: float, env: Mapping[str, str] | N
     if private_tmp:
         full_env.update(TMPDIR=private_tmp, TMP=private_tmp, TEMP=private_tmp)
     try:
-        return _run(argv, timeout, full_env, cwd, stdin, start)
+        return _run(argv, timeout, full_env, cwd, stdin, start, patience)
     finally:
         if private_tmp:
             shutil.rmtree(private_tmp, ignore_errors=True)
 
 
 def _run(argv: Sequence[str], timeout: float, full_env: dict[str, str], cwd: str | None,
-         stdin: str | None, start: float) -> ChildResult:
+         stdin: str | None, start: float, patience: "Patience | None") -> ChildResult:
     try:
         proc = subprocess.Popen(list(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
@@ -124,13 +139,18 @@ def _run(argv: Sequence[str], timeout: float, full_env: dict[str, str], cwd: str
         _live.add(proc)
         if _stopping.is_set():  # interrupted while this one started: it must not outlive the others
             _kill_group(proc)
-    timed_out = False
+    timed_out, reason, usage = False, None, None
     try:
-        out, err = proc.communicate(stdin, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        _kill_group(proc)
-        out, err = proc.communicate()
+        if patience is None:
+            try:
+                out, err = proc.communicate(stdin, timeout=timeout)
+            except subprocess.TimeoutExpired:
+                timed_out = True
+                _kill_group(proc)
+                out, err = proc.communicate()
+        else:
+            out, err, reason, usage = _communicate_patiently(proc, stdin, timeout, patience, start)
+            timed_out = reason is not None
     finally:
         if proc.poll() is None:  # interrupted (KeyboardInterrupt): never leave a child behind
             _kill_group(proc)
@@ -138,7 +158,31 @@ def _run(argv: Sequence[str], timeout: float, full_env: dict[str, str], cwd: str
         with _live_lock:
             _live.discard(proc)
     return ChildResult(list(argv), proc.returncode, timed_out, time.monotonic() - start,
-                       out or "", err or "", parse_json_lines(out or ""))
+                       out or "", err or "", parse_json_lines(out or ""), reason, usage)
+
+
+def _communicate_patiently(proc: subprocess.Popen, stdin: str | None, timeout: float, patience: "Patience",
+                           start: float) -> tuple[str, str, str | None, dict[str, float]]:
+    """communicate() in short slices (it keeps what it read across them), sampling the child between
+    them; the child's group is killed when rcompat.stall judges it hung, starved or busy."""
+    from rcompat.stall import Watch
+
+    watch = Watch(proc.pid, timeout, patience)
+    watch.sample(0.0)
+    pending = stdin
+    while True:
+        try:
+            out, err = proc.communicate(pending, timeout=POLL_S)
+            return out, err, None, watch.usage()
+        except subprocess.TimeoutExpired:
+            pending = None  # handed over with the first slice
+        elapsed = time.monotonic() - start
+        watch.sample(elapsed)
+        reason = watch.judge(elapsed)
+        if reason is not None:
+            _kill_group(proc)
+            out, err = proc.communicate()
+            return out, err, reason, watch.usage()
 
 
 _live: set[subprocess.Popen] = set()
@@ -193,7 +237,8 @@ def parse_json_lines(text: str) -> list[dict[str, Any]]:
 
 
 def run_python_child(module: str, args: Sequence[str] = (), *, timeout: float,
-                     env: Mapping[str, str] | None = None, python: str | None = None) -> ChildResult:
+                     env: Mapping[str, str] | None = None, python: str | None = None,
+                     patience: "Patience | None" = None) -> ChildResult:
     """Run `python -m module args…` with this interpreter (so the child sees the same packages), or
     with `python` (another venv's packages), and this very rcompat first on PYTHONPATH, even when it
     was put on sys.path by hand (reticulate).
@@ -204,16 +249,17 @@ def run_python_child(module: str, args: Sequence[str] = (), *, timeout: float,
     package = Path(__file__).resolve().parent
     inherited = (env or {}).get("PYTHONPATH", os.environ.get("PYTHONPATH", ""))
     if python is None:
-        return _run_with_path([sys.executable, "-m", module, *args], str(package.parent), inherited, timeout, env)
+        return _run_with_path([sys.executable, "-m", module, *args], str(package.parent), inherited, timeout, env,
+                              patience)
     with tempfile.TemporaryDirectory(prefix="rcompat-path-") as only_rcompat:
         os.symlink(package, os.path.join(only_rcompat, package.name))
-        return _run_with_path([python, "-m", module, *args], only_rcompat, inherited, timeout, env)
+        return _run_with_path([python, "-m", module, *args], only_rcompat, inherited, timeout, env, patience)
 
 
 def _run_with_path(argv: list[str], first: str, inherited: str, timeout: float,
-                   env: Mapping[str, str] | None) -> ChildResult:
+                   env: Mapping[str, str] | None, patience: "Patience | None") -> ChildResult:
     pythonpath = os.pathsep.join(p for p in (first, inherited) if p)
-    return run_child(argv, timeout=timeout, env={**(env or {}), "PYTHONPATH": pythonpath})
+    return run_child(argv, timeout=timeout, env={**(env or {}), "PYTHONPATH": pythonpath}, patience=patience)
 
 
 def child_failure(result: ChildResult, *, id: str, area: str, what: str, remedy: str,

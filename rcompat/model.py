@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import datetime as _dt
 import enum
+import math
+import re
 from dataclasses import dataclass, field, fields
 from typing import Any, Iterable, Mapping
 
@@ -43,6 +45,9 @@ class Finding:
     evidence: dict[str, Any] = field(default_factory=dict)
     source: str = ""
     confidence: str = ""
+    # Seconds the check that made this finding took, shared equally among the findings it made (so a
+    # suite's times add up to the run's); None when the producer was not timed.
+    duration_s: float | None = None
 
     def __post_init__(self) -> None:
         self.status = Status(self.status)
@@ -51,15 +56,16 @@ class Finding:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "id": self.id,
-            "area": self.area,
+            "id": jsonable(self.id),
+            "area": jsonable(self.area),
             "status": self.status.value,
-            "title": self.title,
-            "message": self.message,
-            "remedy": self.remedy,
+            "title": jsonable(self.title),
+            "message": jsonable(self.message),
+            "remedy": jsonable(self.remedy),
             "evidence": jsonable(self.evidence),
-            "source": self.source,
-            "confidence": self.confidence,
+            "source": jsonable(self.source),
+            "confidence": jsonable(self.confidence),
+            "duration_s": jsonable(self.duration_s),
         }
 
     @classmethod
@@ -67,25 +73,65 @@ class Finding:
         return cls(**{k: data[k] for k in FINDING_FIELDS if k in data})
 
 
+def join_sources(sources: Iterable[str]) -> str:
+    """Sources as one "; "-separated text, each said once: a source already part of another kept
+    one ("mlverse/torch 1137" beside "mlverse/torch 1137 (quote)") is left out."""
+    parts = [p.strip() for s in sources if s for p in str(s).split("; ") if p.strip()]
+    kept: list[str] = []
+    for part in sorted(dict.fromkeys(parts), key=len, reverse=True):
+        if not any(part in other for other in kept):
+            kept.append(part)
+    return "; ".join(p for p in dict.fromkeys(parts) if p in kept)
+
+
+def share_duration(findings: list[Finding], seconds: float) -> None:
+    """Give the findings one producer made in `seconds` their share of that time."""
+    for f in findings:
+        f.duration_s = round(seconds / len(findings), 6)
+
+
 # The columns of a finding, in order: JSON keys, from_dict's accepted keys, to_frame's columns.
 FINDING_FIELDS = tuple(f.name for f in fields(Finding))
 
 
+# Lone surrogates: the bytes os.fsdecode could not decode (surrogateescape), U+DC80..U+DCFF.
+_UNDECODABLE = re.compile("[\udc80-\udcff]")
+_OTHER_SURROGATE = re.compile("[\ud800-\udfff]")
+NON_FINITE = {math.inf: "Infinity", -math.inf: "-Infinity"}
+
+
+def escape_undecodable(text: str) -> str:
+    """A name's undecodable bytes as `\\xNN` (the byte), so the text encodes as UTF-8 everywhere."""
+    if not _OTHER_SURROGATE.search(text):
+        return text
+    text = _UNDECODABLE.sub(lambda m: f"\\x{ord(m.group()) - 0xDC00:02x}", text)
+    return _OTHER_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
 def jsonable(value: Any) -> Any:
-    """Evidence may hold paths, enums, tuples, sets: make it JSON-safe without losing meaning."""
+    """Evidence may hold paths, enums, tuples, sets: make it JSON-safe without losing meaning.
+
+    Strict JSON too: a non-finite float becomes the string "NaN", "Infinity" or "-Infinity" (JSON has
+    no such numbers; Python would print bare NaN), undecodable bytes in a string `\\xNN`."""
+    if isinstance(value, str):
+        return escape_undecodable(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return NON_FINITE.get(value, "NaN")
     if isinstance(value, Mapping):
-        return {str(k): jsonable(v) for k, v in value.items()}
+        return {jsonable(str(k)): jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [jsonable(v) for v in value]
     if isinstance(value, (set, frozenset)):
         return sorted(jsonable(v) for v in value)
     if isinstance(value, enum.Enum):
         return value.value
-    if value is None or isinstance(value, (str, int, float, bool)):
+    if value is None or isinstance(value, (int, float, bool)):
         return value
     if isinstance(value, bytes):
         return value.hex()
-    return str(value)
+    if getattr(value, "ndim", None) == 0 and hasattr(value, "item"):  # a numpy scalar: its Python value
+        return jsonable(value.item())
+    return escape_undecodable(str(value))
 
 
 @dataclass
@@ -154,7 +200,7 @@ class Report:
     def to_json(self, indent: int | None = 2) -> str:
         import json
 
-        return json.dumps(self.to_dict(), indent=indent, sort_keys=False)
+        return json.dumps(self.to_dict(), indent=indent, sort_keys=False, allow_nan=False)
 
     def to_frame(self):
         """One row per finding; evidence stays a dict column. pandas is imported only here."""

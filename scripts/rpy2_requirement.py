@@ -13,8 +13,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from rcompat.data import data_path, load_toml  # noqa: E402
-from rcompat.versions import matches  # noqa: E402
+from rcompat.errors import DataError  # noqa: E402
+from rcompat.r.rpy2_fit import requirement as _fit  # noqa: E402 - `rcompat r rpy2` prints the same
 
 
 def r_version() -> str:
@@ -24,10 +24,10 @@ def r_version() -> str:
 
 
 def requirement(version: str) -> str:
-    for row in load_toml(data_path("r_rules.toml"), "rpy2", required=("id", "R", "pip", "source")):
-        if matches(version, row["R"]):
-            return row["pip"]
-    raise SystemExit(f"no rpy2 known to fit R {version}; add an [[rpy2]] row to rcompat/data/r_rules.toml")
+    try:
+        return _fit(version)
+    except DataError as exc:
+        raise SystemExit(str(exc)) from None
 
 
 if __name__ == "__main__":

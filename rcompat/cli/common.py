@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import time
 from collections.abc import Iterable
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up of every command)
@@ -11,7 +12,33 @@ if TYPE_CHECKING:  # the model and the renderers load with the report, not with 
     from rcompat.model import Report
 
 EXIT_OK, EXIT_FINDING, EXIT_ERROR = 0, 1, 2
+COMMAND_STARTED = time.monotonic()  # this module loads as the command starts (before its engine)
 MAX_TIMEOUT_S = 3600.0
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """argparse's formatter (wraps to the terminal, 80 columns when not one), except that a text written
+    in lines (an epilog listing exit codes) keeps its lines and their indents, each wrapped under its
+    own text column instead of run together or left at any length."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if "\n" not in text.strip():
+            return super()._fill_text(text, width, indent)
+        import re
+        import textwrap
+
+        entries: list[list[str]] = []  # [line, hang]: a line indented to the previous one's text column
+        for line in text.rstrip("\n").splitlines():  # continues it (an entry written over two lines)
+            if entries and line.strip() and len(line) - len(line.lstrip()) == len(entries[-1][1]) > 0:
+                entries[-1][0] += " " + line.strip()
+                continue
+            lead = re.match(r"\s*(?:\S+ {2,}(?=\S))?", line).group()  # "  12  text": text's column
+            entries.append([line, " " * len(lead)])
+        out = []
+        for line, hang in entries:
+            out.extend(textwrap.wrap(line, width, initial_indent=indent, subsequent_indent=indent + hang,
+                                     break_long_words=False, break_on_hyphens=False) or [""])
+        return "\n".join(out)
 
 
 def register_commands(sub, module_names: Iterable[str]) -> None:
@@ -94,13 +121,19 @@ def write_output(text: str, output: str | None) -> None:
 def emit_report(report: Report, args: argparse.Namespace, prefix: str = "") -> int:
     """Render `report` as asked, write it (after `prefix`, e.g. a table the command prints above the
     findings), return the exit code the findings give."""
+    from rcompat.model import share_duration
     from rcompat.render import render
-    from rcompat.render.text import use_colour
+    from rcompat.render.text import DEFAULT_WIDTH, output_width, use_colour
 
     strict = bool(getattr(args, "strict", False))
     fmt = getattr(args, "format", "text")
     output = getattr(args, "output", None)
-    colour = fmt == "text" and not output and use_colour(sys.stdout)
-    text = render(report, fmt, colour=colour, verbose=getattr(args, "verbose", False), strict=strict)
+    to_stdout = not output or output == "-"
+    colour = fmt == "text" and to_stdout and use_colour(sys.stdout)
+    width = output_width(sys.stdout) if to_stdout else DEFAULT_WIDTH
+    # Findings no check timed (a command's own checks) share the command's time since it started.
+    share_duration([f for f in report.findings if f.duration_s is None], time.monotonic() - COMMAND_STARTED)
+    text = render(report, fmt, colour=colour, verbose=getattr(args, "verbose", False), strict=strict,
+                  width=width)
     write_output(prefix + text, output)
     return report.exit_code(strict=strict)

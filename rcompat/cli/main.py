@@ -11,7 +11,7 @@ import sys
 from collections.abc import Sequence
 
 from rcompat import __version__
-from rcompat.cli.common import EXIT_ERROR, EXIT_OK, register_commands
+from rcompat.cli.common import EXIT_ERROR, EXIT_OK, HelpFormatter, register_commands
 from rcompat.errors import RcompatError
 
 COMMAND_MODULES = (
@@ -27,6 +27,10 @@ COMMAND_MODULES = (
 
 
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str) -> "None":  # one line, exit 2, like every other own error
         self.print_usage(sys.stderr)
         sys.stderr.write(f"{self.prog}: error: {message}\n")
@@ -66,7 +70,7 @@ def _top_parser() -> tuple[argparse.ArgumentParser, argparse.Action]:
         prog="rcompat",
         description="Diagnose why R + deep learning + GPU breaks on this machine.",
         epilog="Exit codes: 0 all ok/skip, 1 a failing finding (warn too with --strict), 2 rcompat's own "
-               "error. Run 'rcompat COMMAND --help' for each command.")
+               "error, 128+N stopped by signal N (130 Ctrl-C, 143 SIGTERM). Run 'rcompat COMMAND --help' for each command.")
     parser.add_argument("--version", action="version", version=f"rcompat {__version__}")
     parser.add_argument("--debug", action="store_true", help="show tracebacks of rcompat's own errors")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
@@ -74,7 +78,14 @@ def _top_parser() -> tuple[argparse.ArgumentParser, argparse.Action]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from rcompat.termination import terminating_signals_interrupt
+
     argv = list(sys.argv[1:] if argv is None else argv)
+    with terminating_signals_interrupt():  # SIGTERM/SIGHUP clean up as Ctrl-C does
+        return _main(argv)
+
+
+def _main(argv: list[str]) -> int:
     debug = "--debug" in argv
     try:
         parser = build_parser(argv)
@@ -86,9 +97,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.func(args) or 0)
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else EXIT_ERROR
-    except KeyboardInterrupt:
-        sys.stderr.write("rcompat: interrupted\n")
-        return 130
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM/SIGHUP (rcompat.termination.Terminated)
+        from rcompat.termination import exit_code
+
+        _say(f"rcompat: {str(exc) or 'interrupted'}\n")
+        return exit_code(exc)
     except BrokenPipeError:
         return EXIT_OK
     except (RcompatError, OSError) as exc:
@@ -102,6 +115,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write(f"rcompat: internal error: {type(exc).__name__}: {_one_line(exc)} "
                          "(rerun with --debug for the traceback)\n")
         return EXIT_ERROR
+
+
+def _say(text: str) -> None:
+    try:  # after SIGHUP the terminal may be gone
+        sys.stderr.write(text)
+        sys.stderr.flush()
+    except OSError:
+        pass
 
 
 def _check_output_targets(args: argparse.Namespace) -> None:

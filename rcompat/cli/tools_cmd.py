@@ -34,6 +34,11 @@ def _explain(sub) -> None:
     p.set_defaults(func=_handler("explain"))
 
 
+def _min_confidence(parser, what: str, default: str) -> None:
+    parser.add_argument("--min-confidence", default=default, choices=("unverified", "low", "medium", "high"),
+                        help=f"{what} (default: {default})")
+
+
 def _lock(sub) -> None:
     lock_sub = add_command_group(
         sub, "lock", metavar="LOCK_COMMAND", help="check an renv.lock or pak pkg.lock against the R rules",
@@ -47,6 +52,8 @@ def _lock(sub) -> None:
     c.add_argument("--rules", metavar="FILE", help="R rules table to use instead of rcompat/data/r_rules.toml")
     c.add_argument("--cuda", metavar="VERSION",
                    help="also check the pinned R torch against this CUDA version (the CUDA tables)")
+    _min_confidence(c, "fail a pin only for claims at least this confident; a less confident claim is "
+                       "reported as a warning", "unverified")
     add_report_options(c)
     c.set_defaults(func=_handler("lock_check"))
 
@@ -106,8 +113,8 @@ def _ci(sub) -> None:
     m.add_argument("--os", metavar="OS,OS", help="linux, windows, macos (rules may name an OS)")
     m.add_argument("--rules", metavar="FILE", help="R rules table to use instead of rcompat's")
     m.add_argument("--cuda-tables", metavar="DIR", help="CUDA tables directory to use instead of rcompat's")
-    m.add_argument("--min-confidence", default="unverified", choices=("unverified", "low", "medium", "high"),
-                   help="exclude a cell only for claims at least this confident (default: every claim)")
+    _min_confidence(m, "exclude a cell only for claims at least this confident; a less confident "
+                       "claim keeps the cell, with a note", "medium")
     m.add_argument("--parity-baseline", metavar="FILE",
                    help="a committed `rcompat parity record`: each cell gets parity_record and parity_compare "
                         "commands that record R torch on its inputs and compare with it (docs/ci.md)")

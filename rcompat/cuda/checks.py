@@ -195,10 +195,10 @@ def check_rtorch(ctx) -> Iterable[Finding]:
 
 
 def check_matrix(ctx) -> Iterable[Finding]:
-    from rcompat.cuda.matrix import check_stack
+    from rcompat.cuda.matrix import stack_findings
 
     stack = cuda_facts(ctx).stack()
-    yield from check_stack(stack, ctx.options.get("cuda_tables"))
+    yield from stack_findings(stack, ctx.options.get("cuda_tables"))
 
 
 def check_device(ctx) -> Iterable[Finding]:

@@ -49,7 +49,7 @@ def register(sub) -> None:
     check = matrix_sub.add_parser("check", help="evaluate the observed or a hypothetical stack",
                                   description="Without version flags: the versions observed on this machine. "
                                               "With any flag: only the stack the flags describe (ask before "
-                                              "installing). States the first incompatible layer and its fix. "
+                                              "installing). Names each incompatible layer and its fix. "
                                               "Exit 1 when a layer is incompatible.")
     for flag, example, what in STACK_FLAGS:
         check.add_argument(f"--{flag}", metavar="VERSION", help=f"{what}, e.g. {example}")
@@ -110,7 +110,9 @@ def _probe_text(facts) -> str:
     lines.append(f"TensorFlow:  {facts.tensorflow or '-'}")
     lines.append(f"libraries:   {len(facts.libraries.libraries)} (rcompat cuda libs lists them)")
     lines.append("stack:       " + (", ".join(f"{k} {v}" for k, v in facts.stack().items()) or "-"))
-    return "\n".join(lines) + "\n"
+    from rcompat.render.text import wrap_page
+
+    return wrap_page("\n".join(lines)) + "\n"
 
 
 def run_libs(args: argparse.Namespace) -> int:
@@ -146,7 +148,7 @@ def run_libs(args: argparse.Namespace) -> int:
 
 
 def run_matrix_check(args: argparse.Namespace) -> int:
-    from rcompat.cuda.matrix import check_stack
+    from rcompat.cuda.matrix import stack_findings
     from rcompat.model import Report
 
     given = {flag.replace("-", "_"): getattr(args, flag.replace("-", "_")) for flag, _, _ in STACK_FLAGS}
@@ -157,7 +159,7 @@ def run_matrix_check(args: argparse.Namespace) -> int:
 
         given = probe(with_r=False).stack()
         facts_section["stack"] = given
-    report = Report(command="matrix check", findings=check_stack(given, args.tables))
+    report = Report(command="matrix check", findings=stack_findings(given, args.tables))
     report.facts = {"cuda_matrix": facts_section}
     return emit_report(report, args)
 

@@ -22,12 +22,13 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from rcompat.atomic import write_text_atomic
-from rcompat.cache import default_cache_dir, enabled as cache_enabled
+from rcompat.cache import clear_damaged, default_cache_dir, enabled as cache_enabled, read_regular_file
 from rcompat.cuda.nvml import NvmlFacts, probe_nvml
 from rcompat.cuda.torch_probe import arch_support, devices_hidden, explain_unavailable, probe_torch
 
 CACHE_SCHEMA = 1
 CACHE_FILE = "device.json"
+CACHE_LIMIT = 1 << 20  # bytes: the entry is a few hundred; anything bigger is not one
 DISABLED_VALUES = ("0", "false", "no", "off")
 KEY_PACKAGE_PREFIXES = ("torch", "tensorflow", "jax", "nvidia-")
 
@@ -50,6 +51,10 @@ def choose_device(nvml: Any = None, cache_dir: "str | os.PathLike[str] | None" =
                   env: Mapping[str, str] | None = None, timeout: float = 60.0,
                   tables_dir: "str | os.PathLike[str] | None" = None) -> DeviceChoice:
     env = dict(os.environ if env is None else env)
+    if cache_dir is not None and os.path.lexists(cache_dir) and not os.path.isdir(cache_dir):
+        from rcompat.errors import UsageError
+
+        raise UsageError(f"cache directory {cache_dir}: not a directory")  # before any answer ignores it
     early = _environment_says_no(env)
     if early:
         return early
@@ -117,14 +122,13 @@ def package_versions() -> dict[str, str]:
 
 
 def _read_cache(file: Path, key: dict[str, Any]) -> tuple[DeviceChoice | None, str]:
-    try:
-        text = file.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    if not os.path.lexists(file):
         return None, "miss"
-    except OSError:
+    raw = read_regular_file(file, CACHE_LIMIT)  # a FIFO, a directory or a huge file is no entry
+    if raw is None:
         return None, "unreadable"
     try:
-        data = json.loads(text)
+        data = json.loads(raw.decode("utf-8"))
         if data.get("schema") != CACHE_SCHEMA:
             return None, "corrupt"
         if data.get("key") != json.loads(json.dumps(key)):
@@ -145,6 +149,7 @@ def _write_cache(directory: Path, key: dict[str, Any], choice: DeviceChoice) -> 
         payload = {"schema": CACHE_SCHEMA, "key": key,
                    "choice": {"device": choice.device, "reason": choice.reason, "remedy": choice.remedy,
                               "facts": facts}}
+        clear_damaged(directory / CACHE_FILE)  # a directory or FIFO there would block every rewrite
         write_text_atomic(directory / CACHE_FILE, json.dumps(payload, indent=1, default=str) + "\n")
     except Exception as exc:  # noqa: BLE001 - a read-only home must not stop the answer
         return f"cannot write the cache in {directory}: {exc}"

@@ -14,7 +14,7 @@ from typing import Any, Mapping
 from rcompat.cuda.tables import (Tables, build_tag, cuda_from_build_tag, load_tables, major_minor,
                                  public_row, rtorch_cuda_builds, version)
 from rcompat.errors import UsageError
-from rcompat.model import SEVERITY, Finding, Status
+from rcompat.model import SEVERITY, Finding, Status, join_sources
 
 AREA = "cuda"
 STACK_KEYS = ("driver", "driver_cuda", "cuda", "cudnn", "cublas", "torch", "rtorch", "tensorflow")
@@ -39,6 +39,16 @@ def check_stack(stack: Mapping[str, Any], tables_dir: "str | Path | Tables | Non
     return layers + [_summary(layers, s)]
 
 
+def stack_findings(stack: Mapping[str, Any], tables_dir: "str | Path | Tables | None" = None) -> list[Finding]:
+    """check_stack's findings as a report shows them: the CUDA-MATRIX summary only when it says
+    something no layer says (all fit, or nothing could be judged). A failing or warning summary would
+    repeat its first such layer's message and count one problem twice; the layers come in stack order,
+    so the first failing one is still the first shown."""
+    found = check_stack(stack, tables_dir)
+    layers, summary = found[:-1], found[-1]
+    return layers if summary.status in (Status.FAIL, Status.WARN) else found
+
+
 def normalise_stack(stack: Mapping[str, Any]) -> dict[str, str]:
     out: dict[str, str] = {}
     for key, value in stack.items():
@@ -57,7 +67,7 @@ def normalise_stack(stack: Mapping[str, Any]) -> dict[str, str]:
 def _finding(layer: str, status: Status, message: str, remedy: str = "", evidence: dict | None = None,
              rows: list[dict] = (), source: str = "") -> Finding:
     rows = [r for r in rows if r]
-    sources = source or "; ".join(dict.fromkeys(r["source"] for r in rows))
+    sources = join_sources([source] if source else [r["source"] for r in rows])
     confidence = _weakest([r.get("confidence", "") for r in rows])
     ev = dict(evidence or {})
     if rows:
@@ -315,7 +325,7 @@ def _rtorch(s: dict[str, str], t: Tables) -> Finding | None:
         remedy += f", or use R torch {' / '.join(others)}, which has a CUDA {cuda} build"
     return _finding("RTORCH", Status.FAIL, f"R torch {rtorch} supports CUDA {', '.join(gpu_builds)} "
                     f"(LibTorch {row['libtorch']}), not {cuda}: install_torch() stops with 'Unsupported CUDA "
-                    f"version'", remedy, ev, [row], source="; ".join([row["source"], "mlverse/torch 1137"]))
+                    f"version'", remedy, ev, [row], source=join_sources([row["source"], "mlverse/torch 1137"]))
 
 
 def _tensorflow(s: dict[str, str], t: Tables) -> Finding | None:

@@ -23,7 +23,7 @@ from pathlib import Path
 from rcompat.cuda.matrix import cublas_verdict, cudnn_verdict
 from rcompat.cuda.tables import (Tables, build_tag, load_tables, major_minor, public_row, row_ref,
                                  rtorch_cuda_builds, version)
-from rcompat.model import Finding, Report, Status
+from rcompat.model import Finding, Report, Status, join_sources
 
 AREA = "cuda"
 DUPLICATE_KEYS = {
@@ -37,6 +37,7 @@ class _Collector:
         self.findings: list[Finding] = []
         self.checked = 0
         self.unverifiable: list[str] = []
+        self.cases = {Status.FAIL: 0, Status.WARN: 0}  # contradictions, tensions (several per finding)
 
     def relation(self, relation: str, status: Status, message: str, rows: list[dict], remedy: str = "") -> None:
         self.checked += 1
@@ -46,13 +47,37 @@ class _Collector:
         if status is Status.OK:
             return
         kind = "contradiction" if status is Status.FAIL else "tension"
+        self.cases[status] = self.cases.get(status, 0) + 1
         refs = ", ".join(row_ref(r) for r in rows if r)
+        finding_id = f"CUDA-MATRIX-VALIDATE-{relation}"
+        same = next((f for f in self.findings if f.id == finding_id), None)
+        if same is not None:  # one finding per relation (ids unique in a report), each case in it
+            if "cases" not in same.evidence:
+                same.evidence["cases"], same.evidence["first"] = 1, same.title
+                same.message = f"{same.title}: {same.message}"
+                first_claim, _, first_verdict = same.message.partition(", but ")
+                same.evidence["claim"], same.evidence["verdict"] = first_claim.split(": ", 1)[-1], first_verdict
+            same.evidence["cases"] += 1
+            same.evidence["rows"] += [public_row(r) for r in rows if r]
+            claim, _, verdict = message.partition(", but ")
+            if verdict and same.evidence.get("verdict") == verdict:  # the same table verdict: said once
+                same.message = same.message.replace(f", but {verdict}", f"; {kind} between {refs}: {claim}, but {verdict}")
+                same.message = same.message.replace(f": {same.evidence['claim']}, but {verdict}",
+                                                    f": {same.evidence['claim']}", 1)
+            else:
+                same.message += f"\n{kind} between {refs}: {message}"
+            same.evidence["claim"], same.evidence["verdict"] = claim, verdict
+            same.title = f"{same.evidence['cases']} problems in relation {relation}"
+            same.source = join_sources([same.source] + [r["source"] for r in rows if r])
+            if status is Status.FAIL:
+                same.status = Status.FAIL
+            return
         self.findings.append(Finding(
-            id=f"CUDA-MATRIX-VALIDATE-{relation}", area=AREA, status=status,
+            id=finding_id, area=AREA, status=status,
             title=f"{kind} between {refs}", message=message,
-            remedy=remedy or "correct one of the rows against its source, or narrow its claim",
+            remedy=remedy,  # the general one ("correct a row …") is the summary's, said once
             evidence={"rows": [public_row(r) for r in rows if r], "relation": relation},
-            source="; ".join(dict.fromkeys(r["source"] for r in rows if r))))
+            source=join_sources(r["source"] for r in rows if r)))
 
 
 def validate_tables(tables_dir: "str | Path | None" = None) -> Report:
@@ -64,13 +89,13 @@ def validate_tables(tables_dir: "str | Path | None" = None) -> Report:
     _end_to_end_driver(t, c)
     _driver_monotone(t, c)
     _duplicates(t, c)
-    contradictions = [f for f in c.findings if f.status is Status.FAIL]
-    tensions = [f for f in c.findings if f.status is Status.WARN]
+    contradictions, tensions = range(c.cases[Status.FAIL]), range(c.cases[Status.WARN])
     rows = sum(len(getattr(t, n)) for n in ("driver", "cublas", "cudnn", "torch", "rtorch", "tensorflow"))
     summary = Finding(
         id="CUDA-MATRIX-VALIDATE", area=AREA, status=Status.FAIL if contradictions else Status.OK,
         title=(f"{len(contradictions)} contradiction(s) in the CUDA tables" if contradictions
                else "the CUDA tables are consistent with each other"),
+        remedy="correct one of the rows against its source, or narrow its claim" if c.findings else "",
         message=f"{rows} rows, {c.checked} cross-table relations checked: {len(contradictions)} "
                 f"contradiction(s), {len(tensions)} tension(s), {len(c.unverifiable)} unverifiable",
         evidence={"files": t.files, "unverifiable": c.unverifiable})

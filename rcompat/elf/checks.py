@@ -71,73 +71,116 @@ def _resolve_python_torch(ctx) -> None:
             _missing_report(ctx, fw, fw.libraries[role])
 
 
+# Each check gives one finding per framework, its id carrying the framework (ELF-DEPS-PYTORCH,
+# ELF-DEPS-RTORCH): ids are unique within a report and the same on every run (docs/report-schema.md).
+FRAMEWORK_IDS = {"Python torch": "PYTORCH", "R torch": "RTORCH"}
+
+
+def framework_id(check_id: str, fw) -> str:
+    return f"{check_id}-{FRAMEWORK_IDS.get(fw.name) or fw.name.upper().replace(' ', '')}"
+
+
+def _by_framework(targets) -> list[tuple[object, list[tuple[str, str]]]]:
+    """(framework, [(role, path), …]) in target order."""
+    grouped: dict[int, tuple[object, list]] = {}
+    for fw, role, path in targets:
+        grouped.setdefault(id(fw), (fw, []))[1].append((role, path))
+    return list(grouped.values())
+
+
+def _names(paths) -> str:
+    return ", ".join(os.path.basename(p) for p in paths)
+
+
 def check_deps(ctx) -> Iterable[Finding]:
     _resolve_python_torch(ctx)
     targets = _targets(ctx)
     if not targets:
         yield _no_targets()
         return
-    for fw, role, path in targets:
-        res = _missing_report(ctx, fw, path).resolution
-        if res.missing:
-            lost = res.missing[0]
-            yield _f("ELF-DEPS", Status.FAIL, f"{fw.name}: {os.path.basename(path)} needs {lost.name}, not found",
+    for fw, libs in _by_framework(targets):
+        results = [(path, _missing_report(ctx, fw, path).resolution) for _, path in libs]
+        failing = [(path, res) for path, res in results if res.missing]
+        if failing:
+            path, res = failing[0]
+            lost = list(dict.fromkeys(m.name for _, r in failing for m in r.missing))
+            yield _f(framework_id("ELF-DEPS", fw), Status.FAIL,
+                     f"{fw.name}: {os.path.basename(path)} needs {lost[0]}, not found",
                      message="; ".join(f"{m.name} (needed by {m.needed_by}) not found; searched "
-                                       + ", ".join(m.searched_dirs) for m in res.missing),
+                                       + ", ".join(m.searched_dirs) for _, r in failing for m in r.missing),
                      remedy="Install the missing library or put its directory on LD_LIBRARY_PATH; "
                             f"`rcompat elf deps {path}` shows the tree.",
-                     evidence=res.to_dict(), source=SOURCE_LD, confidence="high")
-        else:
-            yield _f("ELF-DEPS", Status.OK, f"{fw.name}: {os.path.basename(path)} resolves "
-                                            f"{len(res.nodes) - res.preloaded - 1} dependencies",
-                     evidence={"path": path, "load_order": [n.path for n in res.nodes[res.preloaded:]]},
-                     source=SOURCE_LD)
+                     evidence={os.path.basename(p): r.to_dict() for p, r in failing}, source=SOURCE_LD,
+                     confidence="high")
+            continue
+        counts = ", ".join(f"{os.path.basename(p)} {len(r.nodes) - r.preloaded - 1}" for p, r in results)
+        yield _f(framework_id("ELF-DEPS", fw), Status.OK, f"{fw.name}: every dependency resolves ({counts})",
+                 evidence={os.path.basename(p): {"path": p, "load_order": [n.path for n in r.nodes[r.preloaded:]]}
+                           for p, r in results}, source=SOURCE_LD)
 
 
 def check_undefined(ctx) -> Iterable[Finding]:
-    for fw, role, path in _targets(ctx):
-        rep = _missing_report(ctx, fw, path)
-        lost = rep.missing
-        if lost:
-            first = lost[0]
-            yield _f("ELF-UNDEFINED", Status.FAIL,
-                     f"{fw.name}: {len(lost)} undefined symbol(s) nobody provides in {os.path.basename(path)}",
+    for fw, libs in _by_framework(_targets(ctx)):
+        reports = [(path, _missing_report(ctx, fw, path)) for _, path in libs]
+        failing = [(path, rep) for path, rep in reports if rep.missing]
+        if failing:
+            path, rep = failing[0]
+            first = rep.missing[0]
+            total = sum(len(r.missing) for _, r in failing)
+            yield _f(framework_id("ELF-UNDEFINED", fw), Status.FAIL,
+                     f"{fw.name}: {total} undefined symbol(s) nobody provides in {_names(p for p, _ in failing)}",
                      message=f"{first.loader_message()} — {first.explanation()}",
                      remedy="Put the library that provides them on the search path, or reinstall the framework "
                             "so its own copies match; `rcompat elf missing` lists them all.",
-                     evidence=rep.to_dict(), source=SOURCE_LD, confidence="high")
-        else:
-            yield _f("ELF-UNDEFINED", Status.OK,
-                     f"{fw.name}: {len(rep.bindings)} undefined symbols of {os.path.basename(path)} and its "
-                     f"dependencies all bind", evidence={"path": path, "host": fw.host,
-                                                         "weak_unresolved": len(rep.weak_unresolved)},
-                     source=SOURCE_LD)
+                     evidence={os.path.basename(p): r.to_dict() for p, r in failing}, source=SOURCE_LD,
+                     confidence="high")
+            continue
+        counts = ", ".join(f"{os.path.basename(p)} {len(r.bindings)}" for p, r in reports)
+        yield _f(framework_id("ELF-UNDEFINED", fw), Status.OK,
+                 f"{fw.name}: every undefined symbol binds ({counts}, with their dependencies)",
+                 evidence={os.path.basename(p): {"path": p, "host": fw.host, "bindings": len(r.bindings),
+                                                 "weak_unresolved": len(r.weak_unresolved)} for p, r in reports},
+                 source=SOURCE_LD)
 
 
 def check_glibcxx(ctx) -> Iterable[Finding]:
     from rcompat.elf.link.verreq import check_versions
 
-    for fw, role, path in _targets(ctx):
-        res = _missing_report(ctx, fw, path).resolution
-        rep = check_versions(res)
-        cxx = [f for f in rep.families if f.family in ("GLIBCXX", "CXXABI", "GLIBC")]
-        hard = [u for u in rep.unmet if not u.weak]
-        evidence = {"path": path, "families": [f.__dict__ for f in cxx], "unmet": [u.loader_message() for u in rep.unmet]}
-        if hard:
+    for fw, libs in _by_framework(_targets(ctx)):
+        checked = []
+        for _, path in libs:
+            rep = check_versions(_missing_report(ctx, fw, path).resolution)
+            cxx = [f for f in rep.families if f.family in ("GLIBCXX", "CXXABI", "GLIBC")]
+            checked.append((path, rep, cxx, [u for u in rep.unmet if not u.weak]))
+        evidence = {os.path.basename(p): {"path": p, "families": [f.__dict__ for f in cxx],
+                                          "unmet": [u.loader_message() for u in rep.unmet]}
+                    for p, rep, cxx, _ in checked}
+        failing = [c for c in checked if c[3]]
+        if failing:
+            path, rep, _, hard = failing[0]
             fams = [f for f in rep.families if not f.satisfied]
             alt = next((f.alternatives for f in fams if f.alternatives), [])
-            yield _f("ELF-GLIBCXX", Status.FAIL, f"{fw.name}: {hard[0].version} not found for {os.path.basename(path)}",
+            yield _f(framework_id("ELF-GLIBCXX", fw), Status.FAIL,
+                     f"{fw.name}: {hard[0].version} not found for {os.path.basename(path)}",
                      message=hard[0].loader_message(),
                      remedy=("A library that has it: " + ", ".join(alt) + " — put its directory first "
                              "(LD_LIBRARY_PATH) or start from an environment that ships it.") if alt else
                             "Install a newer libstdc++/glibc (e.g. conda's libstdcxx-ng) and put it first.",
                      evidence=evidence, source="rstudio/reticulate issue 841; " + SOURCE_LD, confidence="high")
-        else:
-            top = next((f for f in cxx if f.family == "GLIBCXX"), None)
-            detail = (f"newest GLIBCXX needed {top.newest_needed}, provided {top.newest_provided} by {top.provider}"
-                      if top else "no GLIBCXX requirement")
-            yield _f("ELF-GLIBCXX", Status.OK, f"{fw.name}: version requirements of {os.path.basename(path)} met",
-                     message=detail, evidence=evidence, source=SOURCE_LD)
+            continue
+        tops = [next((f for f in cxx if f.family == "GLIBCXX"), None) for _, _, cxx, _ in checked]
+        newest = max((t for t in tops if t), key=lambda t: _version_key(t.newest_needed), default=None)
+        detail = (f"newest GLIBCXX needed {newest.newest_needed}, provided {newest.newest_provided} by "
+                  f"{newest.provider}" if newest else "no GLIBCXX requirement")
+        yield _f(framework_id("ELF-GLIBCXX", fw), Status.OK,
+                 f"{fw.name}: version requirements of {_names(p for p, *_ in checked)} met",
+                 message=detail, evidence=evidence, source=SOURCE_LD)
+
+
+def _version_key(text: str | None) -> tuple:
+    import re
+
+    return tuple(int(n) for n in re.findall(r"\d+", text or ""))
 
 
 def check_duplicate_runtime(ctx) -> Iterable[Finding]:
@@ -159,7 +202,7 @@ def check_duplicate_runtime(ctx) -> Iterable[Finding]:
         note = ("every copy gets mapped (different sonames): two copies of its global state in one process"
                 if d.all_load else "same soname: in one process ld.so keeps only the first, and the second "
                                    "framework binds to it (see ELF-COLOAD)")
-        yield _f("ELF-DUPLICATE-RUNTIME", status, f"{len(d.copies)} copies of {d.family} among {names}",
+        yield _f(f"ELF-DUPLICATE-RUNTIME-{d.family.upper()}", status, f"{len(d.copies)} copies of {d.family} among {names}",
                  message=f"{d.describe()}; {note}. {d.why}",
                  remedy="Use one framework per process (callr/a separate Python process), or builds that share "
                         "the same runtime (exactly the same LibTorch version).",

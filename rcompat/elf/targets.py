@@ -42,7 +42,11 @@ def python_torch() -> Framework | None:
         version = metadata.version("torch")
     except Exception:  # noqa: BLE001 - the version is a nicety
         pass
-    return Framework("Python torch", lib_dir, libs, [os.path.realpath(sys.executable)], version)
+    from rcompat.elf.link.hostproc import python_for
+
+    # the interpreter that would import torch: the one whose site-packages holds it (this one, found by find_spec)
+    python = python_for(next(iter(libs.values()))) or os.path.realpath(sys.executable)
+    return Framework("Python torch", lib_dir, libs, [python], version)
 
 
 def r_torch(r_facts: dict | None) -> Framework | None:

@@ -24,9 +24,10 @@ def register(sub) -> None:
                     "TF32, seed, per-case status). Exit 0 when every case ran or was skipped, 1 when a case "
                     "failed (the file is written anyway), 2 on rcompat's own error.")
     r.add_argument("--output", "-o", metavar="FILE", required=True, help="the .npz to write (atomically)")
-    r.add_argument("--inputs", metavar="FILE", help="reuse the inputs (and seed) of this record, so both sides "
-                                                    "compute on identical inputs")
-    r.add_argument("--seed", type=int, metavar="N", help="seed of the NumPy generator of the inputs (default 0)")
+    given = r.add_mutually_exclusive_group()  # the reused inputs carry their own seed
+    given.add_argument("--inputs", metavar="FILE", help="reuse the inputs (and seed) of this record, so both "
+                                                        "sides compute on identical inputs")
+    given.add_argument("--seed", type=int, metavar="N", help="seed of the NumPy generator of the inputs (default 0)")
     r.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
                    help="where torch computes (default cpu); cuda without a GPU records every case as skipped")
     r.add_argument("--threads", type=whole_number(1, 4096, "threads"), default=0, metavar="N",
@@ -71,6 +72,9 @@ def _tolerance(text: str) -> float:
 
 
 def run_record(args: argparse.Namespace) -> int:
+    import os
+
+    from rcompat.errors import UsageError
     from rcompat.inputs import require_file
     from rcompat.parity.record import RecordOptions, counts, record, summary_text
     from rcompat.progress import progress_for
@@ -78,6 +82,8 @@ def run_record(args: argparse.Namespace) -> int:
     for option in ("inputs", "cases", "python"):
         if getattr(args, option):
             require_file(getattr(args, option), f"--{option}")
+    if args.python and not os.access(args.python, os.X_OK):
+        raise UsageError(f"--python {args.python}: not an executable file")
     options = RecordOptions(output=args.output, seed=args.seed, inputs_from=args.inputs, device=args.device,
                             threads=args.threads, side=args.side, python=args.python, rscript=args.rscript,
                             cases=args.cases, timeout=args.timeout)

@@ -162,5 +162,11 @@ def _one_line(text: str) -> str:
 def describe_side(manifest: Mapping[str, Any]) -> str:
     """`python torch 2.13.0+cpu on cpu, 2 threads` — how a record is named in messages."""
     threads = manifest.get("threads")
+    cases = manifest.get("cases") or {}
+    ran = any(isinstance(c, Mapping) and c.get("status") == "ok" for c in cases.values())
+    device = manifest.get("device", "?")
+    if cases and not ran:  # a record whose cases all skipped or failed ran nowhere
+        unavailable = device == "cuda" and manifest.get("cuda_available") is False
+        device = f"{device} requested, {'not available: ' if unavailable else ''}no case ran"
     return (f"{manifest.get('side', '?')} torch {manifest.get('torch_version', '?')} on "
-            f"{manifest.get('device', '?')}" + (f", {threads} thread{'s' if threads != 1 else ''}" if threads else ""))
+            f"{device}" + (f", {threads} thread{'s' if threads != 1 else ''}" if threads else ""))

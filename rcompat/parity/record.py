@@ -102,6 +102,11 @@ def _run_side(options: RecordOptions, inputs: dict, work: Path, progress) -> Chi
     fatal = next((r["fatal"] for r in result.records if "fatal" in r), None)
     if fatal:
         raise RcompatError(f"{prefix}{fatal}")
+    if not result.records:  # it never said a word of the suite's protocol: not the interpreter the suite needs
+        what = "--rscript" if options.side == "r" else "--python" if options.python else "the interpreter"
+        tail = " ".join(result.tail(3).split())
+        raise RcompatError(f"{prefix}{what} {result.argv[0]} did not run the parity child: it "
+                           f"{result.describe_end()}{': ' + tail[:300] if tail else ''}")
     return result
 
 

@@ -163,8 +163,9 @@ def check_packages(ctx) -> Iterable[Finding]:
                      remedy=f"Reinstall {name} (remove {pkg.path} first if a failed install left it).",
                      evidence=evidence)
         else:
-            yield _f(fid, Status.SKIP, f"{name} not installed",
-                     message=f"not found in {', '.join(facts.lib_paths)}")
+            # No message: the library paths searched are R-VERSION's, and would repeat once per package.
+            yield _f(fid, Status.SKIP, f"{name} not installed in R's library paths",
+                     evidence={"lib_paths": list(facts.lib_paths)})
 
 
 def check_compiler(ctx) -> Iterable[Finding]:
@@ -213,13 +214,50 @@ def check_reticulate_python(ctx) -> Iterable[Finding]:
                  message=f"{ret.get('note', '')} Environment: {chosen}.".strip(),
                  evidence={"reticulate": ret})
         return
+    from rcompat.r.bound_python import disagreement, disagreement_finding, full_version
+
+    contradiction = disagreement(ret, facts.python)
+    if contradiction:
+        yield disagreement_finding(ret, facts.python, contradiction)
+        return
     packages = facts.python.get("python_packages") or {}
     listed = ", ".join(f"{k} {v}" for k, v in sorted(packages.items())) or "none of tensorflow, keras, torch"
     how = ret.get("forced") or "reticulate's discovery order"
-    yield _f("R-RETICULATE-PYTHON", Status.OK, f"reticulate would bind {python} (Python {ret.get('version')})",
+    shown = full_version(ret.get("version_string")) or ret.get("version")
+    yield _f("R-RETICULATE-PYTHON", Status.OK, f"reticulate would bind {python} (Python {shown})",
              message=f"chosen by {how}; libpython {ret.get('libpython')}; packages: {listed}. "
                      "Found with py_discover_config() in an Rscript child, Python not initialised.",
              evidence={"reticulate": ret, "python": facts.python})
+
+
+def check_session(ctx) -> Iterable[Finding]:
+    """What sessionInfo() shows first: the BLAS and LAPACK R uses, and its locale."""
+    facts = r_facts(ctx)
+    session = facts.session if facts.available else {}
+    if not session:
+        return
+    from pathlib import PurePath
+
+    blas, lapack = session.get("blas") or "", session.get("lapack") or ""
+    ctype = next((part.split("=", 1)[1] for part in str(session.get("locale") or "").split(";")
+                  if part.startswith("LC_CTYPE=")), session.get("locale") or "?")
+    lapack_text = f"LAPACK {session.get('lapack_version') or '?'} ({PurePath(lapack).name or '?'})"
+    yield _f("R-SESSION", Status.OK, f"BLAS {PurePath(blas).name or '(built in)'}, {lapack_text}, locale {ctype}",
+             message=f"BLAS: {blas or 'R internal'}; LAPACK: {lapack or 'R internal'}; locale: {session.get('locale')}"
+                     + ("" if session.get("utf8") else " (not UTF-8: non-ASCII paths and messages may break)"),
+             evidence={"session": session})
+
+
+def check_reticulate_modules(ctx) -> Iterable[Finding]:
+    """The Python modules installed R packages import through reticulate (reticulate_modules.toml)."""
+    from rcompat.data import load_toml
+    from rcompat.r.bound_python import TABLE, module_findings
+
+    facts = r_facts(ctx)
+    if not facts.available or not facts.reticulate.get("python"):
+        return
+    installed = {name for name, pkg in facts.packages.items() if pkg.status == "installed"}
+    yield from module_findings(facts.reticulate, facts.python, installed, load_toml(TABLE, "module"))
 
 
 def check_rules(ctx) -> Iterable[Finding]:
@@ -244,8 +282,9 @@ def check_verify(ctx) -> Iterable[Finding]:
 
 for _check, _id in ((check_version, "R-VERSION"), (check_rpy2, "R-RPY2"), (check_packages, "R-PKG"),
                     (check_compiler, "R-COMPILER-C17"), (check_reticulate_python, "R-RETICULATE-PYTHON"),
+                    (check_reticulate_modules, "R-RETICULATE-MODULES"), (check_session, "R-SESSION"),
                     (check_rules, "R-RULES"), (check_verify, "R-VERIFY")):
     _check.check_id = _id
 
 CHECKS = [check_version, check_rpy2, check_packages, check_compiler, check_reticulate_python,
-          check_rules, check_verify]
+          check_reticulate_modules, check_session, check_rules, check_verify]

@@ -54,6 +54,39 @@ def register(sub) -> None:
     rules.set_defaults(func=run_rules)
 
 
+    rpy2 = rsub.add_parser("rpy2", help="print the pip requirement of the rpy2 that fits R",
+                           description="Print the pip requirement (e.g. 'rpy2>=3.5.14,<3.6') of the rpy2 "
+                                       "that fits the R on PATH, or R --r VERSION, from the [[rpy2]] rows "
+                                       "of rcompat/data/r_rules.toml: rpy2 3.6 needs R 4.5's C API. For "
+                                       "set-up scripts: pip install \"$(rcompat r rpy2)\".")
+    rpy2.add_argument("--r", metavar="VERSION", help="the R version (default: ask the Rscript on PATH)")
+    rpy2.set_defaults(func=run_rpy2)
+
+
+def run_rpy2(args: argparse.Namespace) -> int:
+    from rcompat.r.rpy2_fit import requirement
+
+    version = args.r or _installed_r_version()
+    write_output(requirement(version) + "\n", None)
+    return 0
+
+
+def _installed_r_version() -> str:
+    from rcompat.errors import UsageError
+    from rcompat.isolate import run_child
+    from rcompat.r.host import locate_r
+
+    install = locate_r()
+    if not install:
+        raise UsageError("no R found (R_HOME, PATH): give its version with --r")
+    result = run_child([install.rscript, "--vanilla", "-e", "cat(R.version$major, R.version$minor, sep='.')"],
+                       timeout=60)
+    version = result.stdout.strip() if result.returncode == 0 else ""
+    if not version:
+        raise UsageError(f"{install.rscript} did not report R's version ({result.describe_end()}): give it with --r")
+    return version
+
+
 def _add_r_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--lib", action="append", metavar="DIR",
                         help="put this R library first on .libPaths() (repeatable; like R_LIBS)")
@@ -142,4 +175,6 @@ def _rules_table(rules) -> str:
         lines.append(f"    {rule.title}")
         lines.append(f"    source: {rule.source}")
         lines.append("")
-    return "\n".join(lines)
+    from rcompat.render.text import wrap_page
+
+    return wrap_page("\n".join(lines))

@@ -18,7 +18,7 @@ from typing import Any, Mapping, Sequence
 from rcompat.isolate import ChildResult, run_child, run_python_child
 from rcompat.r.compiler import probe_compiler
 from rcompat.r.host import RInstall, locate_r, r_host
-from rcompat.r.runtime import python_packages, torch_runtime
+from rcompat.r.runtime import bound_python, torch_runtime
 
 DEFAULT_TIMEOUT_S = 60.0
 ENGINES = ("auto", "rpy2", "rscript")
@@ -67,6 +67,7 @@ class RFacts:
     torch_runtime: dict[str, Any] = field(default_factory=dict)
     reticulate: dict[str, Any] = field(default_factory=dict)
     python: dict[str, Any] = field(default_factory=dict)  # the Python reticulate binds: packages
+    session: dict[str, Any] = field(default_factory=dict)  # sessionInfo()'s BLAS, LAPACK, locale
     rpy2: dict[str, Any] = field(default_factory=dict)
     errors: list[dict[str, Any]] = field(default_factory=list)
     child_env: dict[str, str] = field(default_factory=dict, repr=False)  # R_LIBS/R_HOME children get
@@ -166,9 +167,7 @@ def probe(timeout: float | None = None, lib_paths: Sequence[str] | None = None,
     torch = facts.packages.get("torch")
     facts.torch_runtime = torch_runtime(torch.path if torch and torch.status != "absent" else None,
                                         base_env)
-    python = facts.reticulate.get("python")
-    if python:
-        facts.python = python_packages(python, timeout=timeout, env=dict(env or {}))
+    facts.python = bound_python(facts.reticulate, timeout=timeout, env=dict(env or {}))
     return facts
 
 
@@ -230,6 +229,7 @@ def _apply_core(facts: RFacts, core: Mapping[str, Any]) -> None:
     facts.os = core.get("os")
     facts.r_home = core.get("r_home")
     facts.lib_paths = list(core.get("lib_paths") or [])
+    facts.session = dict(core.get("session") or {})
     packages = core.get("packages") or {}
     facts.packages = {name: PackageFact.from_r(name, packages.get(name, {"status": "absent"}))
                       for name in PACKAGES}

@@ -21,13 +21,14 @@ from typing import Any, Mapping, Sequence
 from rcompat import cache
 from rcompat.r.facts import PackageFact, RFacts, child_environment, probe, scripts_dir
 from rcompat.r.host import locate_r, r_host
-from rcompat.r.runtime import python_packages, torch_runtime
+from rcompat.r.runtime import bound_python, torch_runtime
 
 FACTS_FORMAT = 1
 ENV_PREFIXES = ("R_", "RETICULATE_", "PYTHON", "VIRTUAL_ENV", "CONDA", "PYENV", "WORKON_HOME", "UV_", "PIPENV",
                 "POETRY", "TORCH_", "CUDA")
 ENV_NAMES = ("PATH", "HOME", "LD_LIBRARY_PATH")
-CACHED_FIELDS = ("engine", "version", "platform", "os", "r_home", "lib_paths", "compiler", "reticulate", "rpy2")
+CACHED_FIELDS = ("engine", "version", "platform", "os", "r_home", "lib_paths", "compiler", "reticulate", "rpy2",
+                 "session")
 
 
 def cached_probe(timeout: float | None = None, lib_paths: Sequence[str] | None = None,
@@ -49,9 +50,7 @@ def cached_probe(timeout: float | None = None, lib_paths: Sequence[str] | None =
         facts.rpy2 = {**facts.rpy2, "from_cache": True}
         torch = facts.packages.get("torch")
         facts.torch_runtime = torch_runtime(torch.path if torch and torch.status != "absent" else None, base_env)
-        python = facts.reticulate.get("python")
-        if python:
-            facts.python = python_packages(python, timeout=float(timeout or 60.0), env=dict(env or {}))
+        facts.python = bound_python(facts.reticulate, timeout=float(timeout or 60.0), env=dict(env or {}))
         return facts
     facts = probe(timeout=timeout, lib_paths=lib_paths, env=env, engine=engine)
     if facts.available and not facts.errors and facts.rpy2.get("ok", True) and facts.reticulate:

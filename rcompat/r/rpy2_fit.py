@@ -42,6 +42,16 @@ def rpy2_rows() -> tuple[dict[str, Any], ...]:
     return cached_toml("r_rules.toml", "rpy2")
 
 
+def requirement(r_version: str) -> str:
+    """The pip requirement of the rpy2 that fits R `r_version` (what `rcompat r rpy2` prints)."""
+    from rcompat.errors import DataError
+
+    row = next((row for row in rpy2_rows() if matches(r_version, row["R"])), None)
+    if row is None:
+        raise DataError(f"no rpy2 known to fit R {r_version}; add an [[rpy2]] row to rcompat/data/r_rules.toml")
+    return row["pip"]
+
+
 def advise(error_text: str, r_version: str | None) -> Rpy2Advice:
     symbol = undefined_symbol(error_text)
     rows = rpy2_rows()

@@ -79,3 +79,37 @@ def python_packages(python: str, timeout: float, env: Mapping[str, str] | None =
         if "python_packages" in record:
             return record
     return {"error": f"{python} {result.describe_end()}", "output_tail": result.tail(6)}
+
+
+def bound_python(reticulate: Mapping[str, Any], timeout: float, env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The packages of the Python reticulate names, plus, when the libpython it would load belongs to
+    another interpreter (a pyenv shim resolving to one Python while libpython is another's), that
+    interpreter's own version and packages under "libpython_python": reticulate embeds libpython, so
+    that is the Python the R session really gets."""
+    python = reticulate.get("python")
+    if not python:
+        return {}
+    found = python_packages(python, timeout=timeout, env=env)
+    other = libpython_interpreter(reticulate.get("libpython"), reticulate.get("pythonhome"))
+    if other:
+        found["libpython_interpreter"] = other
+        if _same_file(other, found.get("executable") or python) is False:
+            found["libpython_python"] = python_packages(other, timeout=timeout, env=env)
+    return found
+
+
+def libpython_interpreter(libpython: str | None, pythonhome: str | None = None) -> str | None:
+    """The interpreter installed beside `libpython` (PREFIX/lib/libpython3.11.so -> PREFIX/bin/python3.11)."""
+    match = re.match(r"libpython(\d+\.\d+)", Path(libpython or "").name)
+    if not match:
+        return None
+    prefix = (pythonhome or "").split(":")[0] or str(Path(libpython).parent.parent)
+    candidate = Path(prefix, "bin", f"python{match.group(1)}")
+    return str(candidate) if candidate.is_file() else None
+
+
+def _same_file(a: str, b: str) -> bool | None:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return None

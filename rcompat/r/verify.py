@@ -14,6 +14,7 @@ from typing import Any
 from rcompat.isolate import ChildResult, child_failure, run_child
 from rcompat.model import Finding, Status
 from rcompat.r.facts import RFacts, scripts_dir
+from rcompat.r.verify_remedy import diagnose, user_output
 
 AREA = "r"
 TAIL_IN_MESSAGE = 8
@@ -32,7 +33,7 @@ class Verifier:
 VERIFIERS: dict[str, Verifier] = {v.package: v for v in (
     Verifier("torch", "R-TORCH-VERIFY", "verify_torch.R", (), "R torch verification",
              "Reinstall torch's native part in a fresh R session (torch::install_torch()); "
-             "check the torch rules above and `rcompat cuda` for the CUDA side."),
+             "check the torch rules above and `rcompat cuda probe` for the CUDA side."),
     Verifier("keras", "R-KERAS-VERIFY", "verify_keras.R", ("keras",), "R keras verification",
              "Check the Python reticulate binds (R-RETICULATE-PYTHON) has TensorFlow/Keras of a "
              "version this keras supports."),
@@ -83,17 +84,22 @@ def _finding_from_child(verifier: Verifier, version: str | None, result: ChildRe
                        title=f"{verifier.package} {version} runs: {_summary(results)}",
                        message=f"{verifier.what} completed every step.", evidence=evidence)
     error = next((r for r in reversed(result.records) if "error" in r), None)
+    diagnosis = diagnose(result, str(error["error"]) if error else "")
+    evidence.update({"failure_kind": diagnosis.kind, "symptom": diagnosis.symptom})
+    remedy = diagnosis.remedy or verifier.remedy
+    why = f"\n{diagnosis.cause}" if diagnosis.cause else ""
     if error and not result.timed_out and result.signal is None:
         return Finding(id=verifier.finding_id, area=AREA, status=Status.FAIL,
                        title=f"{verifier.what}: R error in step '{error.get('step')}'",
                        message=f"{verifier.what} stopped in step '{error.get('step')}' with: "
-                               f"{error['error']}",
-                       remedy=verifier.remedy, evidence=evidence)
+                               f"{error['error']}{why}",
+                       remedy=remedy, evidence=evidence, source=diagnosis.source or "")
     finding = child_failure(result, id=verifier.finding_id, area=AREA, what=verifier.what,
-                            remedy=verifier.remedy)
+                            remedy=remedy, source=diagnosis.source or "")
     tail = crash_excerpt(result)
     if tail:
         finding.message += f" Last output:\n{tail}"
+    finding.message += why
     finding.evidence = evidence
     return finding
 
@@ -104,7 +110,7 @@ def crash_excerpt(result: ChildResult, lines: int = TAIL_IN_MESSAGE) -> str:
     R prints `*** caught segfault ***`, the cause, then one frame per call; frame 1 is the call that
     crashed, the rest is the verification script's own plumbing.
     """
-    text = result.tail(60).splitlines()
+    text = user_output(result.tail(60)).splitlines()
     start = next((i for i, line in enumerate(text) if line.lstrip().startswith("*** caught")), None)
     if start is None:
         return "\n".join(text[-lines:])

@@ -85,7 +85,12 @@ rcompat_core_facts <- function(packages = rcompat_packages) {
     r_home = R.home(),
     lib_paths = as.list(.libPaths()),
     packages = stats::setNames(lapply(packages, rcompat_package_fact), packages),
-    pid = Sys.getpid()
+    pid = Sys.getpid(),
+    # What sessionInfo() prints under "Matrix products" and "locale" (read, nothing loaded).
+    session = list(blas = tryCatch(extSoftVersion()[["BLAS"]], error = function(e) NULL),
+                   lapack = tryCatch(La_library(), error = function(e) NULL),
+                   lapack_version = tryCatch(La_version(), error = function(e) NULL),
+                   locale = Sys.getlocale(), utf8 = isTRUE(l10n_info()[["UTF-8"]]))
   )
 }
 
@@ -134,6 +139,7 @@ rcompat_reticulate_facts <- function(discover = TRUE) {
   field <- function(f) if (is.null(cfg[[f]]) || !length(cfg[[f]])) NULL else as.character(cfg[[f]])[1L]
   out$python <- field("python")
   out$libpython <- field("libpython")
+  out$pythonhome <- field("pythonhome")
   out$version <- field("version")
   out$version_string <- field("version_string")
   out$virtualenv <- field("virtualenv")

@@ -17,6 +17,7 @@ from rcompat.isolate import ChildResult
 
 SETUP = "setup"
 OK = "ok"
+STARVED = "starved"  # killed while waiting for a CPU: no verdict, neither a pass nor a failure
 INTERLEAVING_EVENTS = 12
 
 
@@ -72,6 +73,7 @@ class TrialResult:
     device: str | None = None
     setup_error: str | None = None
     stderr_tail: str = ""
+    usage: dict[str, float] | None = None  # cpu_s, waited_s, stopped_s (rcompat.stall)
 
     @property
     def kind_counts(self) -> dict[str, int]:
@@ -91,7 +93,7 @@ class TrialResult:
 
     @property
     def failed(self) -> bool:
-        return self.outcome not in (OK, SETUP)
+        return self.outcome not in (OK, SETUP, STARVED)
 
     @property
     def first_failure(self) -> dict[str, Any] | None:
@@ -129,7 +131,7 @@ class TrialResult:
 def classify(child: ChildResult, *, mode: str, index: int, seed: int, config: dict[str, Any]) -> TrialResult:
     trial = TrialResult(mode=mode, index=index, seed=seed, config=config, returncode=child.returncode,
                         signal=child.signal_name, timed_out=child.timed_out,
-                        duration_s=round(child.duration_s, 3), stderr_tail=child.tail(8))
+                        duration_s=round(child.duration_s, 3), stderr_tail=child.tail(8), usage=child.usage)
     begun: dict[int, dict[str, Any]] = {}
     for rec in child.records:
         ev = rec.get("ev")
@@ -183,6 +185,21 @@ def _last_t(trial: TrialResult) -> int:
     return max(times) if times else (trial.start_ns or 0)
 
 
+def _timeout_detail(child: ChildResult) -> str:
+    """Why a timed-out trial was killed, with what it used (a patient run, rcompat.stall)."""
+    usage = child.usage
+    took = f"{child.duration_s:.1f} s"
+    if usage is None:
+        return f"no end within {took}; process group killed"
+    used = (f"{usage['cpu_s']:.1f} s of CPU, {usage['waited_s']:.1f} s waiting for a CPU"
+            + (f", {usage['stopped_s']:.1f} s stopped" if usage["stopped_s"] else ""))
+    if child.timeout_reason == STARVED:
+        return f"starved of CPU: no end within {took} ({used}); process group killed"
+    if child.timeout_reason == "busy":
+        return f"still busy, no end within {took} ({used}): a livelock, or more work than the timeout allows; process group killed"
+    return f"no progress (no CPU time gained, no wait for a CPU) in its last seconds, no end within {took} ({used}); process group killed"
+
+
 def _end_failures(trial: TrialResult, child: ChildResult) -> None:
     """Failures read from how the child ended: signal, timeout, exit status, and its raw stderr."""
     seen = {f["kind"] for f in trial.failures}
@@ -196,8 +213,9 @@ def _end_failures(trial: TrialResult, child: ChildResult) -> None:
     in_flight = "; ".join(f"{op['side']} {op['phase']} {op['op']} on {op['thread']}" for op in trial.in_flight)
     suffix = f" while in flight: {in_flight}" if in_flight else ""
     if child.timed_out:
-        trial.failures.append({"kind": "hang", "t_ns": end_t, "structural": True, "thread": "-",
-                               "detail": f"no end within {child.duration_s:.1f} s; process group killed{suffix}"})
+        kind = STARVED if child.timeout_reason == STARVED else "hang"
+        trial.failures.append({"kind": kind, "t_ns": end_t, "structural": True, "thread": "-",
+                               "detail": _timeout_detail(child) + suffix})
     elif child.signal_name:
         trial.failures.append({"kind": "crash", "t_ns": end_t, "structural": True, "thread": "-",
                                "signal": child.signal_name,

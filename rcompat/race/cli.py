@@ -24,7 +24,8 @@ def register(sub) -> None:
     p.add_argument("--mode", choices=("unsafe", "serialized", "both"), default="both",
                    help="which pattern to run (default both, shown side by side)")
     p.add_argument("--timeout", type=float, default=30.0, metavar="S",
-                   help="seconds one trial may take before it counts as a hang and is killed (default 30)")
+                   help="seconds after which a trial making no progress counts as a hang and is killed; one "
+                        "still running or waiting for a CPU goes on, up to 5x this (default 30)")
     p.add_argument("--seed", type=int, default=None, help="seed of the workload plan (default: random, printed)")
     p.add_argument("--trace", metavar="FILE", help="write a Chrome trace JSON (Perfetto, chrome://tracing)")
     p.add_argument("--no-r-stack-check", dest="r_stack_check", action="store_false",

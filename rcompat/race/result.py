@@ -7,10 +7,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rcompat.model import Finding, Report, Status
-from rcompat.race.classify import SETUP, TrialResult, kinds
+from rcompat.race.classify import SETUP, STARVED, TrialResult, kinds
 
 AREA = "race"
 MODES = ("unsafe", "serialized")
+STARVED_REMEDY = ("The machine was overloaded, not the trial hung: its workers were alive and waiting for a "
+                  "CPU. Rerun when fewer jobs share the CPUs (fewer parallel doctors or CI jobs), or raise "
+                  "--timeout.")
 SAFE_PATTERN = ("Call R only from the thread that started it: hand R work to that thread through a queue "
                 "(or one lock held for every R call, on one thread), keep Python/torch allocations on the "
                 "others, and on CUDA pin every thread to the same context (torch.cuda.set_device before "
@@ -31,6 +34,10 @@ class RaceResult:
 
     def failed_trials(self, mode: str) -> list[TrialResult]:
         return [t for t in self.trials_of(mode) if t.failed]
+
+    def starved_trials(self, mode: str) -> list[TrialResult]:
+        """Trials killed while starved of CPU, with no other failure: they give no verdict."""
+        return [t for t in self.trials_of(mode) if t.outcome == STARVED]
 
     def failures_by_kind(self, mode: str) -> dict[str, int]:
         """Kind -> number of trials of `mode` that showed it (a trial may show several kinds)."""
@@ -65,12 +72,14 @@ class RaceResult:
         durations = [t.duration_s for t in trials]
         out: dict[str, Any] = {
             "trials": len(trials), "failed": len(self.failed_trials(mode)),
+            "starved": len(self.starved_trials(mode)),
             "failures_by_kind": self.failures_by_kind(mode),
             "signals": sorted({t.signal for t in trials if t.signal}),
             "ops_completed": sum(len(t.ops) for t in trials),
             "ops_failed": sum(1 for t in trials for op in t.ops if op.get("outcome") == "error"),
             "median_trial_s": round(statistics.median(durations), 3) if durations else None,
             "devices": sorted({t.device for t in trials if t.device}),
+            "usage": [t.usage for t in trials],
         }
         if first is not None:
             f = first.first_failure or {}
@@ -118,7 +127,8 @@ class RaceResult:
         setup = self.setup_error()
         if setup is not None:
             return [Finding(id="RACE-SETUP", area=AREA, status=Status.SKIP,
-                            title="race trials could not start", message=setup,
+                            title=f"race trials did not run (device {self.config.get('device', '?')})",
+                            message=setup,
                             remedy="The race needs rpy2 with a working R, and torch (with CUDA for --device cuda).",
                             evidence={"config": self.config}, source="rcompat.race.worker setup")]
         findings = []
@@ -145,7 +155,7 @@ class RaceResult:
                 remedy=SAFE_PATTERN, evidence=self._evidence("unsafe", s), source=_sources(s["failures_by_kind"]),
                 confidence="high")
         return Finding(id="RACE-UNSAFE", area=AREA, status=Status.OK,
-                       title=f"unsafe pattern not reproduced in {s['trials']} trials",
+                       title=f"unsafe pattern not reproduced in {s['trials'] - s['starved']} trials",
                        message="No failure seen; R is still not thread-safe, so this is luck, not safety. "
                                "Raise --iterations/--trials or pass --no-r-stack-check to look harder.",
                        evidence=self._evidence("unsafe", s), source="issue 8")
@@ -163,29 +173,43 @@ class RaceResult:
                 remedy="R confined to one thread still fails: the fault is not the threading. Check the "
                        "duplicate runtimes (rcompat maps, rcompat doctor --only elf) and the driver.",
                 evidence=self._evidence("serialized", s), source=_sources(s["failures_by_kind"]))
+        judged = s["trials"] - s["starved"]
+        if not judged:
+            return Finding(id="RACE-SERIALIZED", area=AREA, status=Status.WARN,
+                           title=f"serialized pattern not judged: {s['trials']} trial(s) starved of CPU",
+                           message="Every trial was killed still waiting for a CPU, so none could show whether "
+                                   "the pattern works; see RACE-STARVED.", remedy=STARVED_REMEDY,
+                           evidence=self._evidence("serialized", s), source=kinds()[STARVED].source)
+        starved = f" ({s['starved']} more starved of CPU, not judged)" if s["starved"] else ""
         return Finding(id="RACE-SERIALIZED", area=AREA, status=Status.OK,
-                       title=f"serialized pattern: {s['trials']}/{s['trials']} trials, 0 failures, "
-                             f"{s['ops_completed']} allocations/releases",
+                       title=f"serialized pattern: {judged}/{judged} trials, 0 failures, "
+                             f"{s['ops_completed']} allocations/releases{starved}",
                        message="All R calls on the thread that started R, Python allocations on workers.",
                        evidence=self._evidence("serialized", s), source="issue 8")
 
     def _structural_findings(self) -> list[Finding]:
         out = []
         for kind, fid, what in (("crash", "RACE-CRASH", "crashed"), ("hang", "RACE-HANG", "hung"),
-                                ("context_switch", "RACE-CONTEXT", "saw a CUDA context switch")):
+                                ("context_switch", "RACE-CONTEXT", "saw a CUDA context switch"),
+                                (STARVED, "RACE-STARVED", "were starved of CPU")):
             hit = [t for t in self.trials if kind in t.kind_counts]
             if not hit:
                 continue
             serialized = [t for t in hit if t.mode == "serialized"]
             first = (serialized or hit)[0]
             detail = next(f for f in first.failures if f["kind"] == kind)
+            if kind == STARVED:  # no verdict: a warning whatever the mode, and the load is the remedy
+                status, remedy = Status.WARN, STARVED_REMEDY
+            else:
+                status = Status.FAIL if serialized else Status.WARN
+                remedy = SAFE_PATTERN if not serialized else "Rerun with --trace and read the last events."
             out.append(Finding(
-                id=fid, area=AREA, status=Status.FAIL if serialized else Status.WARN,
+                id=fid, area=AREA, status=status,
                 title=f"{len(hit)} trial(s) {what} ({', '.join(sorted({t.mode for t in hit}))})",
                 message=f"Trial {first.index} ({first.mode}): {detail['detail']}.",
-                remedy=SAFE_PATTERN if not serialized else "Rerun with --trace and read the last events.",
+                remedy=remedy,
                 evidence={"mode": first.mode, "trial": first.index, "signal": first.signal,
-                          "returncode": first.returncode, "last_events": first.interleaving(),
+                          "returncode": first.returncode, "usage": first.usage, "last_events": first.interleaving(),
                           "in_flight": [_op_label(op) for op in first.in_flight],
                           "stderr_tail": first.stderr_tail, "reproduce": self.reproduce_command(first)},
                 source=kinds()[kind].source, confidence=kinds()[kind].confidence))

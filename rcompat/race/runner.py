@@ -18,6 +18,7 @@ from rcompat.errors import UsageError
 from rcompat.isolate import run_python_child
 from rcompat.race.classify import SETUP, classify
 from rcompat.race.result import MODES, RaceResult
+from rcompat.stall import Patience
 
 if TYPE_CHECKING:
     from rcompat.progress import Progress
@@ -26,6 +27,9 @@ DEVICES = ("auto", "cuda", "cpu")
 LIMITS = {"iterations": (1, 10_000), "workers": (1, 64), "trials": (1, 100)}
 MAX_TIMEOUT_S = 3600.0
 WORKER_MODULE = "rcompat.race.worker"
+# A trial still making progress at its timeout (CPU time, or waiting for a CPU on a loaded machine)
+# runs on, up to 5 times the timeout: starved is not hung (rcompat.stall).
+PATIENCE = Patience(window_s=5.0, limit_factor=5.0)
 # Test hooks the worker understands; anything else passed as hooks is refused.
 HOOKS = ("crash_after_events", "crash_lib", "hang_after_events")
 
@@ -36,7 +40,9 @@ def run(device: str = "auto", iterations: int = 20, workers: int = 4, mode: str 
         hooks: Mapping[str, Any] | None = None, progress: "Progress | None" = None) -> RaceResult:
     """Run `trials` trials per mode ("unsafe", "serialized" or "both") and return what they showed.
 
-    `timeout` bounds each trial (seconds); `trace` writes a Chrome trace JSON file (atomically).
+    `timeout` (seconds): a trial with no progress by then is a hang; one still progressing runs on,
+    up to 5 x timeout (PATIENCE), and one starved of CPU is reported as such, not as a hang.
+    `trace` writes a Chrome trace JSON file (atomically).
     `hooks` is for tests: make the worker crash (SIGSEGV) or hang after N timeline events.
     `progress` (rcompat.progress) shows which trial is running: "serialized trial 2/3".
     """
@@ -69,7 +75,8 @@ def run(device: str = "auto", iterations: int = 20, workers: int = 4, mode: str 
                             "workers": workers, "r_stack_check": bool(r_stack_check), "jitter_s": float(jitter_s),
                             "run_id": run_id, **dict(hooks or {})}
             progress.note(f"{m} trial {index + 1}/{trials}")
-            child = run_python_child(WORKER_MODULE, [json.dumps(trial_config)], timeout=float(timeout))
+            child = run_python_child(WORKER_MODULE, [json.dumps(trial_config)], timeout=float(timeout),
+                                     patience=PATIENCE)
             trial = classify(child, mode=m, index=index, seed=seed + index, config=trial_config)
             result.trials.append(trial)
             if trial.outcome == SETUP:  # no R, no torch or no CUDA: every further trial would say the same

@@ -12,10 +12,12 @@ def comparison_rows(result: "RaceResult") -> tuple[list[str], list[list[str]]]:
     summaries = {m: result.summary(m) for m in modes}
     kinds = []
     for m in modes:
-        kinds += [k for k in summaries[m]["failures_by_kind"] if k not in kinds]
+        kinds += [k for k in summaries[m]["failures_by_kind"] if k not in kinds and k != "starved"]
     rows = [["trials"] + [str(summaries[m]["trials"]) for m in modes],
             ["failed trials"] + [str(summaries[m]["failed"]) for m in modes]]
     rows += [[f"  {k}"] + [str(summaries[m]["failures_by_kind"].get(k, 0)) for m in modes] for k in kinds]
+    if any(summaries[m]["starved"] for m in modes):  # no verdict: neither passed nor failed
+        rows.append(["starved of CPU"] + [str(summaries[m]["starved"]) for m in modes])
     rows += [["signals"] + [", ".join(summaries[m]["signals"]) or "-" for m in modes],
              ["ops completed"] + [str(summaries[m]["ops_completed"]) for m in modes],
              ["ops failed"] + [str(summaries[m]["ops_failed"]) for m in modes],
@@ -27,8 +29,15 @@ def render_text(result: "RaceResult") -> str:
     c = result.config
     header, rows = comparison_rows(result)
     devices = sorted({t.device for t in result.trials if t.device}) or [c["device"]]
-    lines = [f"rcompat race — device {', '.join(devices)}, {c['trials']} trial(s) x {c['workers']} worker(s) x "
-             f"{c['iterations']} iteration(s), seed {c['seed']}, R stack check {'on' if c['r_stack_check'] else 'off'}"]
+    from rcompat.render.text import wrap
+
+    lines = wrap(f"rcompat race — device {', '.join(devices)}, {c['trials']} trial(s) x {c['workers']} worker(s) "
+                 f"x {c['iterations']} iteration(s), seed {c['seed']}, R stack check "
+                 f"{'on' if c['r_stack_check'] else 'off'}", "", subsequent="  ")
+    setup = result.setup_error()
+    if setup is not None:  # no trial ran: no table of zeros that reads like a clean run (RACE-SETUP says why)
+        lines.append("  not run: the trials could not start (RACE-SETUP)")
+        return "\n".join(lines) + "\n\n"
     if len(header) > 1:
         widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
         for row in [header, *rows]:

@@ -4,13 +4,14 @@ from __future__ import annotations
 import json
 
 from rcompat.model import Report, Status
+from rcompat.render.escape import one_line, printable
 
 _ICON = {Status.OK: "✅ ok", Status.WARN: "⚠️ warn", Status.FAIL: "❌ fail", Status.SKIP: "⏭️ skip",
          Status.ERROR: "💥 error"}
 
 
 def _cell(text: str) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
+    return one_line(text).replace("|", "\\|")
 
 
 def render_markdown(report: Report, **_: object) -> str:
@@ -21,16 +22,16 @@ def render_markdown(report: Report, **_: object) -> str:
            f"rcompat {__version__}, {report.generated_at}: {counts}", "",
            "| status | check | area | finding |", "|---|---|---|---|"]
     for f in report.findings:
-        out.append(f"| {_ICON[f.status]} | `{f.id}` | {f.area} | {_cell(f.title)} |")
+        out.append(f"| {_ICON[f.status]} | `{_cell(f.id)}` | {_cell(f.area)} | {_cell(f.title)} |")
     details = [f for f in report.findings if f.status in (Status.WARN, Status.FAIL, Status.ERROR)]
     for f in details:
-        out += ["", f"#### `{f.id}` — {_cell(f.title)}", ""]
+        out += ["", f"#### `{_cell(f.id)}` — {_cell(f.title)}", ""]
         if f.message:
-            out.append(f.message)
+            out.append(printable(f.message))
         if f.remedy:
-            out += ["", f"**Fix:** {f.remedy}"]
+            out += ["", f"**Fix:** {printable(f.remedy)}"]
         if f.source:
-            out += ["", f"Source: {f.source}" + (f" (confidence: {f.confidence})" if f.confidence else "")]
+            out += ["", f"Source: {printable(f.source)}" + (f" (confidence: {f.confidence})" if f.confidence else "")]
         if f.evidence:
             out += ["", "<details><summary>evidence</summary>", "", "```json",
                     json.dumps(f.to_dict()["evidence"], indent=2), "```", "", "</details>"]

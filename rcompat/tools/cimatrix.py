@@ -6,9 +6,12 @@ is one object, so `matrix: ${{ fromJSON(needs.plan.outputs.matrix) }}` gets exac
 and nothing needs an `exclude` list that could drift from the product. Each cell is
 `{"r": "4.4", "torch": "0.13.0", "cuda": "cpu"}` (plus "keras"/"os" when given).
 
-A cell is excluded when a rule or table row of status `fail` fires on it; `warn` never excludes (the
-cell runs, the warning is listed in the JSON format's `notes`). `--min-confidence` keeps cells that
-only claims below that confidence would exclude, so a maintainer can test an unverified claim.
+A cell is excluded when a rule or table row of status `fail`, at least as confident as
+`--min-confidence` (default medium), fires on it. Every other cell runs, and each thing said about it
+is a note in the JSON format's `notes` (and a line on stderr beside the github format): a `warn`, a
+`fail` kept because its claim is less confident than `--min-confidence` (a low-confidence row never
+removes a cell silently), and a layer no table could judge (`skip`: e.g. an R torch release the CUDA
+tables do not list yet), so a cell kept without a verdict says so and why.
 """
 from __future__ import annotations
 
@@ -19,9 +22,9 @@ from typing import Any, Iterable, Sequence
 
 from rcompat.errors import UsageError
 from rcompat.model import Finding, Status
+from rcompat.tools.engines import CONFIDENCE_ORDER, DEFAULT_MIN_CONFIDENCE, confident
 from rcompat.versions import Version
 
-CONFIDENCE_ORDER = ("unverified", "low", "medium", "high")
 CPU = "cpu"
 # Cell key -> the component name the R rules use. "cuda" is judged by the CUDA tables instead.
 R_RULE_COMPONENTS = {"r": "R", "torch": "torch", "keras": "keras", "keras3": "keras3",
@@ -84,7 +87,7 @@ def parse_list(text: str | None, name: str, allow_cpu: bool = False) -> list[str
 
 
 def plan_matrix(dimensions: dict[str, Sequence[str]], rules_path: str | None = None,
-                cuda_tables: str | None = None, min_confidence: str = "unverified") -> Plan:
+                cuda_tables: str | None = None, min_confidence: str = DEFAULT_MIN_CONFIDENCE) -> Plan:
     """Evaluate every cell of the product of `dimensions` ({"r": [...], "torch": [...], "cuda": [...]})."""
     from rcompat.tools.engines import load_r_rules
 
@@ -113,13 +116,22 @@ def plan_matrix(dimensions: dict[str, Sequence[str]], rules_path: str | None = N
     for values in itertools.product(*(dims[k] for k in keys)):
         cell = dict(zip(keys, values))
         findings = _rule_findings(cell, rules) + _cuda_findings(cell, tables)
-        blocking = [f for f in findings if f.status is Status.FAIL and _confident(f, min_confidence)]
+        blocking = [f for f in findings if f.status is Status.FAIL and confident(f, min_confidence)]
         if blocking:
             plan.excluded.append(Exclusion(cell, [_reason(f) for f in blocking]))
-        else:
-            plan.include.append(cell)
-            plan.notes.extend({"cell": cell, **_reason(f)} for f in findings
-                              if f.status in (Status.WARN, Status.FAIL))
+            continue
+        plan.include.append(cell)
+        for f in findings:
+            if f.status is Status.FAIL:
+                note = (f"kept: a {f.confidence or 'unverified'}-confidence claim, below --min-confidence "
+                        f"{min_confidence}")
+            elif f.status is Status.WARN:
+                note = "runs, with this warning"
+            elif f.status in (Status.SKIP, Status.ERROR):
+                note = f"not judged: {f.message or f.title}"
+            else:
+                continue
+            plan.notes.append({"cell": cell, **_reason(f), "note": note})
     return plan
 
 
@@ -137,11 +149,6 @@ def _cuda_findings(cell: dict[str, str], tables: Any) -> list[Finding]:
     if not cuda or cuda == CPU or "torch" not in cell:
         return []
     return cuda_layer_findings({"rtorch": cell["torch"], "cuda": cuda}, tables)
-
-
-def _confident(finding: Finding, minimum: str) -> bool:
-    conf = finding.confidence if finding.confidence in CONFIDENCE_ORDER else "unverified"
-    return CONFIDENCE_ORDER.index(conf) >= CONFIDENCE_ORDER.index(minimum)
 
 
 def _reason(finding: Finding) -> dict[str, Any]:
@@ -175,8 +182,12 @@ def render(plan: Plan, fmt: str) -> str:
 
 
 def describe_exclusions(plan: Plan) -> Iterable[str]:
-    """One line per excluded cell, for stderr next to the compact github output (CI logs)."""
+    """One line per excluded cell, then one per note, for stderr next to the compact github output
+    (CI logs)."""
     for e in plan.excluded:
         cell = " ".join(f"{k}={v}" for k, v in e.cell.items())
         why = "; ".join(f"{r['id']}: {r['reason']} [{r['confidence'] or 'no confidence'}]" for r in e.reasons)
         yield f"rcompat: excluded {cell}: {why}"
+    for n in plan.notes:
+        cell = " ".join(f"{k}={v}" for k, v in n["cell"].items())
+        yield f"rcompat: note {cell}: {n['id']}: {n['note']}"

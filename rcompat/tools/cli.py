@@ -36,7 +36,8 @@ def lock_check(args: argparse.Namespace) -> int:
     from rcompat.tools.lock import check_lockfile
 
     rules = _given_file(args.rules, "rules table")
-    return emit_report(check_lockfile(args.lockfile, rules_path=rules, cuda=args.cuda), args)
+    return emit_report(check_lockfile(args.lockfile, rules_path=rules, cuda=args.cuda,
+                                                min_confidence=args.min_confidence), args)
 
 
 def snapshot_save(args: argparse.Namespace) -> int:

@@ -10,6 +10,28 @@ from typing import Any
 
 from rcompat.model import Finding, Status
 
+CONFIDENCE_ORDER = ("unverified", "low", "medium", "high")
+# Below this a claim does not remove a cell of `ci matrix` (the cell stays, with a note): a removed cell
+# is silent, so a weak claim must not do it by default. `lock check` fails on every claim by default
+# (a failure is shown, with its confidence); its --min-confidence reports weaker claims as warnings.
+DEFAULT_MIN_CONFIDENCE = "medium"
+
+
+def confident(finding: Finding, minimum: str) -> bool:
+    """Is `finding`'s claim at least `minimum` confident? A row without a confidence counts as unverified."""
+    conf = finding.confidence if finding.confidence in CONFIDENCE_ORDER else "unverified"
+    return CONFIDENCE_ORDER.index(conf) >= CONFIDENCE_ORDER.index(minimum)
+
+
+def below_confidence(findings: list[Finding], minimum: str) -> list[Finding]:
+    """`findings` with each `fail` less confident than `minimum` turned into a `warn` that says why."""
+    for f in findings:
+        if f.status is Status.FAIL and not confident(f, minimum):
+            f.status = Status.WARN
+            f.message = (f"{f.message} (reported, not failed: a {f.confidence or 'unverified'}-confidence "
+                         f"claim, below --min-confidence {minimum})").strip()
+    return findings
+
 
 def load_r_rules(path: "str | Path | None" = None) -> Any:
     """The R breakage rules: the packaged table, or the file `path` (fixtures, a team's own rules)."""

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rcompat.errors import RcompatError
+from rcompat.errors import RcompatError, UsageError
 from rcompat.inputs import require_file
 from rcompat.model import Finding, Report, Status
 from rcompat.versions import Version
@@ -110,10 +110,14 @@ def _clean_r_version(value: Any) -> str | None:
 
 
 def check_lockfile(path: "str | Path", rules_path: "str | Path | None" = None,
-                   cuda: str | None = None) -> Report:
-    """Findings for the pins in `path`: one summary of what was read, then every rule that fires."""
-    from rcompat.tools.engines import cuda_layer_findings, load_r_rules, r_rule_findings
+                   cuda: str | None = None, min_confidence: str = "unverified") -> Report:
+    """Findings for the pins in `path`: one summary of what was read, then every rule that fires (a
+    failing claim less confident than `min_confidence` is reported as a warning)."""
+    from rcompat.cuda.tables import version
+    from rcompat.tools.engines import below_confidence, cuda_layer_findings, load_r_rules, r_rule_findings
 
+    if cuda is not None and version(cuda.strip()) is None:  # refused before reading, not silently ignored
+        raise UsageError(f"--cuda {cuda!r} is not a CUDA version (e.g. 12.4)")
     lock = read_lockfile(path)
     report = Report(command="lock check")
     report.facts[AREA] = lock.to_dict()
@@ -131,7 +135,7 @@ def check_lockfile(path: "str | Path", rules_path: "str | Path | None" = None,
             remedy="Pin an exact released version so the rules can judge it.",
             evidence={"unparsed": lock.unparsed}))
     rules = load_r_rules(rules_path) if rules_path else None
-    hits = r_rule_findings(lock.stack(), rules, area=AREA)
+    hits = below_confidence(r_rule_findings(lock.stack(), rules, area=AREA), min_confidence)
     report.add(hits)
     if not hits:
         report.add(Finding(
@@ -139,5 +143,13 @@ def check_lockfile(path: "str | Path", rules_path: "str | Path | None" = None,
             message=f"Checked R {lock.r_version or '?'} and {len(lock.packages)} package pin(s) against "
                     f"{'the rules in ' + str(rules_path) if rules_path else 'rcompat/data/r_rules.toml'}."))
     if cuda and "torch" in lock.packages:
-        report.add(cuda_layer_findings({"rtorch": lock.packages["torch"], "cuda": cuda}))
+        report.add(below_confidence(cuda_layer_findings({"rtorch": lock.packages["torch"], "cuda": cuda.strip()}),
+                                    min_confidence))
+    elif cuda:
+        report.add(Finding(
+            id="LOCK-CUDA", area=AREA, status=Status.SKIP,
+            title=f"--cuda {cuda.strip()} not checked: the lockfile pins no R torch",
+            message=f"{lock.path} pins no version of the R package torch, so there is no LibTorch build "
+                    "to judge against the CUDA tables.",
+            remedy="Pin torch in the lockfile, or leave out --cuda."))
     return report

@@ -116,6 +116,7 @@ def scan(paths: Iterable[str], apis: list[Api] | None = None) -> Report:
         by_language.setdefault(api.language, []).append(api)
     report = Report(command="scan")
     files = 0
+    found: dict[str, tuple[Api, list[dict]]] = {}
     for path, lang in iter_source_files(paths):
         files += 1
         try:
@@ -128,35 +129,45 @@ def scan(paths: Iterable[str], apis: list[Api] | None = None) -> Report:
             code = code_part(line)
             for api in by_language.get(lang, []):
                 for m in api.pattern.finditer(code):
-                    report.add(_finding(api, path, lineno, m.start() + 1, m.group(0), line))
+                    found.setdefault(api.id, (api, []))[1].append(
+                        {"file": str(path), "line": lineno, "column": m.start() + 1, "matched": m.group(0).strip(),
+                         "text": line.strip()[:200]})
+    # One finding per API (its id is the API's, unique in the report), every use of it in its evidence.
+    report.add([_finding(api, uses) for api, uses in found.values()])
     if not report.findings:
         report.add(Finding(id="SCAN-CLEAN", area=AREA, status=Status.OK,
                            title=f"no deprecated or removed API in {files} file(s)",
                            message=f"Checked {len(apis)} API patterns."))
-    report.facts[AREA] = {"files": files, "apis": len(apis), "uses": sum(1 for f in report.findings
-                                                                          if f.id != "SCAN-CLEAN")}
+    report.facts[AREA] = {"files": files, "apis": len(apis), "uses": sum(len(uses) for _, uses in found.values())}
     return report
 
 
-def _finding(api: Api, path: Path, line: int, col: int, matched: str, text: str) -> Finding:
+def _finding(api: Api, uses: list[dict]) -> Finding:
     status = Status.FAIL if api.removed_in else Status.WARN
+    first = uses[0]
+    where = f"{first['file']}:{first['line']}:{first['column']}"
+    more = f" and {len(uses) - 1} more use(s)" if len(uses) > 1 else ""
     return Finding(
-        id=api.id, area=AREA, status=status, title=f"{path}:{line}:{col}: {matched.strip()} ({api.describe()})",
-        message=f"{matched.strip()} is {api.describe()}.", remedy=f"use {api.replacement}",
-        evidence={"file": str(path), "line": line, "column": col, "text": text.strip()[:200]},
+        id=api.id, area=AREA, status=status, title=f"{where}: {first['matched']} ({api.describe()}){more}",
+        message=f"{first['matched']} is {api.describe()}.", remedy=f"use {api.replacement}",
+        evidence={**{k: first[k] for k in ("file", "line", "column", "text")}, "uses": uses},
         source=api.source, confidence=api.confidence)
 
 
 def render_text(report: Report) -> str:
     """`file:line:col: LEVEL ID message; use … [confidence]`, then a one-line summary."""
     lines = []
-    uses = [f for f in report.findings if f.id != "SCAN-CLEAN"]
-    for f in uses:
-        ev = f.evidence
-        lines.append(f"{ev['file']}:{ev['line']}:{ev['column']}: {f.status.value} {f.id}: {f.message} "
-                     f"Fix: {f.remedy}. [{f.confidence}; {f.source}]")
+    from rcompat.render.escape import one_line
+    from rcompat.render.text import wrap
+
+    apis = [f for f in report.findings if f.id != "SCAN-CLEAN"]
+    uses = [(f, use) for f in apis for use in f.evidence.get("uses", [])]
+    for f, use in uses:  # a compiler-style first line; the explanation wrapped under it
+        lines.extend(wrap(one_line(f"{use['file']}:{use['line']}:{use['column']}: {f.status.value} {f.id}"), "",
+                          subsequent="    "))
+        lines.extend(wrap(one_line(f"{f.message} Fix: {f.remedy}. [{f.confidence}; {f.source}]"), "    "))
     facts = report.facts.get(AREA, {})
-    removed = sum(1 for f in uses if f.status is Status.FAIL)
+    removed = sum(1 for f, _ in uses if f.status is Status.FAIL)
     lines.append(f"scan: {facts.get('files', 0)} file(s), {len(uses)} use(s) of deprecated APIs"
                  f" ({removed} removed)")
     return "\n".join(lines) + "\n"

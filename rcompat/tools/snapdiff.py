@@ -195,19 +195,25 @@ def change_lines(found: Iterable[Change]) -> list[str]:
 
 
 def render_text(report: Report) -> str:
-    """Changes first (the diff a user reads), then each risky change with its reason and fix."""
+    """Changes first (the diff a user reads), then each risky change with its reason and fix; wrapped
+    to 80 columns like every text report (rcompat.render.text.wrap), names escaped."""
+    from rcompat.render.escape import one_line, printable
+    from rcompat.render.text import DETAIL, wrap
+
     facts = report.facts.get(AREA, {})
-    lines = [f"rcompat snapshot diff: {facts.get('old', {}).get('file')} → {facts.get('new', {}).get('file')}"]
+    lines = wrap(one_line(f"rcompat snapshot diff: {facts.get('old', {}).get('file')} → "
+                          f"{facts.get('new', {}).get('file')}"), "", subsequent="  ")
     changes_ = facts.get("changes", [])
     rendered = change_lines(Change(c["key"], c["old"], c["new"]) for c in changes_)
     lines.append(f"{len(rendered)} change(s):" if rendered else "no changes")
-    lines.extend("  " + line for line in rendered)
+    for line in rendered:
+        lines.extend(wrap(one_line(line), "  ", subsequent="      "))
     risks = [f for f in report.findings if f.id != "SNAP-CHANGES"]
     lines.append("")
     lines.append(f"{len(risks)} risky change(s):" if risks else "no risky changes")
     for f in risks:
-        lines.append(f"  {f.status.value.upper():<5} {f.id}: {f.title}")
-        lines.append(f"        {f.message}")
-        lines.append(f"        fix: {f.remedy}")
-        lines.append(f"        source: {f.source} ({f.confidence})")
+        lines.extend(wrap(one_line(f"{f.status.value.upper():<5} {f.id}: {f.title}"), "  ", subsequent=DETAIL))
+        lines.extend(wrap(printable(f.message), DETAIL))
+        lines.extend(wrap("fix: " + printable(f.remedy), DETAIL))
+        lines.extend(wrap(f"source: {printable(f.source)} ({f.confidence})", DETAIL))
     return "\n".join(lines) + "\n"

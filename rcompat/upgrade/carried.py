@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from rcompat.errors import UsageError
-from rcompat.upgrade.inventory import ElfFile
+from rcompat.upgrade.inventory import ElfFile, object_at
 from rcompat.upgrade.side import Side, lacking
 
 
@@ -42,6 +42,16 @@ def closure_paths(side: Side, res) -> list[str]:
     return [side.root.inside(n.info.realpath) for n in res.nodes]
 
 
+def _outside_inventory(old: Side, inside: str) -> "ElfFile | None":
+    """An object of OLD the inventory skipped (this machine's /tmp and caches are not walked)."""
+    from rcompat.elf.errors import ElfError
+
+    try:
+        return object_at(old.root.host(inside), inside)
+    except ElfError:
+        return None
+
+
 def select(old: Side, new: Side, identical: dict[str, tuple[ElfFile, ElfFile]], carry: "list[str] | tuple" = (),
            progress=None) -> Carried:
     from rcompat.elf.errors import ElfError
@@ -51,11 +61,12 @@ def select(old: Side, new: Side, identical: dict[str, tuple[ElfFile, ElfFile]], 
     wanted = []
     for inside in carry:
         inside = "/" + inside.strip("/")
-        obj = old.inventory.objects.get(inside)
+        obj = old.inventory.objects.get(inside) or _outside_inventory(old, inside)
         if obj is None:
             raise UsageError(f"--carry {inside}: no ELF object at that path in OLD ({old.label}); give the "
                              "path inside OLD's root, e.g. /usr/lib/R/site-library/torch/lib/liblantern.so")
         wanted.append(inside)
+        old.inventory.objects.setdefault(inside, obj)  # rebinding reads OLD's bytes from there
     for k, inside in enumerate(sorted(identical), 1):
         if progress is not None and k % 50 == 1:
             progress.note(f"comparing closures {k}/{total}")

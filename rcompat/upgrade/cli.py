@@ -26,7 +26,8 @@ def register(sub) -> None:
                         "searched inside NEW ($ORIGIN: its directory in OLD, looked up in NEW); repeatable")
     p.add_argument("--extract", metavar="DIR",
                    help="materialise the images' root filesystems under DIR/old and DIR/new instead of a temporary "
-                        "directory (DIR/old and DIR/new must not exist or be empty)")
+                        "directory (DIR/old and DIR/new must not exist or be empty); images only, and a run that "
+                        "fails removes what it extracted")
     add_report_options(p)
     add_quiet_option(p)
     p.set_defaults(func=_run)

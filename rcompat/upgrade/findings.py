@@ -23,6 +23,7 @@ def _listed(items: list[str], shown: int = SHOWN) -> str:
 def carried_findings(carried, rebindings: list) -> list[Finding]:
     out = []
     broken = [rb for rb in rebindings if rb.breaks]
+    names = object_ids([rb.inside for rb in broken])
     for rb in broken:
         parts = []
         if rb.missing:
@@ -33,12 +34,14 @@ def carried_findings(carried, rebindings: list) -> list[Finding]:
             parts.append(f"{len(rb.unbound)} undefined symbol(s): " + _listed([
                 f"{u.label()}" + (f" (provided in OLD by {os.path.basename(u.old_provider)})" if u.old_provider else "")
                 for u in rb.unbound]))
-        out.append(Finding(
-            "UPGRADE-CARRIED-BREAKS", AREA, Status.FAIL, f"{rb.inside} fails to load in NEW",
+        out.append(Finding(  # one per object, its path in the id: ids are unique within a report
+            f"UPGRADE-CARRIED-BREAKS-{names[rb.inside]}", AREA, Status.FAIL, f"{rb.inside} fails to load in NEW",
             message="; ".join(parts) + ". ld.so would say: " + _first_loader_error(rb),
-            remedy=("Rebuild it against NEW's libraries (reinstall the extension / R package inside NEW, e.g. "
-                    "pip install --no-binary / torch::install_torch()), or keep OLD's versions of the libraries "
-                    "it names"),
+            # said once, by the first object that breaks: the same sentence under each would repeat it
+            remedy="" if rb is not broken[0] else (
+                "Rebuild it, and every other object below that fails, against NEW's libraries (reinstall the "
+                "extension / R package inside NEW, e.g. pip install --no-binary / torch::install_torch()), or "
+                "keep OLD's versions of the libraries each names"),
             evidence=rb.to_dict(), source=SOURCE_REBIND, confidence="high"))
     pre = {rb.inside: _pre_existing(rb.inside, [m.name for m in rb.pre_missing], [u.label() for u in rb.pre_unbound],
                                     [u.version for u in rb.pre_unmet]) for rb in rebindings if rb.pre_existing}
@@ -58,7 +61,7 @@ def carried_findings(carried, rebindings: list) -> list[Finding]:
     title = (f"{len(broken)} of {len(rebindings)} carried objects fail to load in NEW" if broken
              else f"{ok_count} carried objects bind in NEW" if rebindings else "no carried object needs rebinding")
     out.insert(0, Finding("UPGRADE-CARRIED", AREA, status, title, message=summary,
-                          remedy="see the UPGRADE-CARRIED-BREAKS findings" if broken else "",
+                          remedy="see the UPGRADE-CARRIED-BREAKS-… findings" if broken else "",
                           evidence=carried.to_dict(), source=SOURCE_REBIND, confidence="high"))
     return out
 
@@ -77,6 +80,21 @@ def _pre_existing(inside: str, libs: list[str], symbols: list[str], versions: li
             ([f"{len(symbols)} undefined symbol(s): {_listed(symbols, 3)}"] if symbols else []) + \
             ([f"version nodes missing: {', '.join(versions)}"] if versions else [])
     return "; ".join(parts)
+
+
+def object_ids(paths: list[str]) -> dict[str, str]:
+    """Each path's id part: its last two components (`demo_ext/old_api.so` -> DEMO-EXT-OLD-API-SO), more
+    where two paths would otherwise give the same one, so ids stay short, unique and stable."""
+    out: dict[str, str] = {}
+    for path in paths:
+        parts = path.strip("/").split("/")
+        for n in range(min(2, len(parts)), len(parts) + 1):
+            ident = slug("/".join(parts[-n:]))
+            clash = [p for p in paths if p != path and slug("/".join(p.strip("/").split("/")[-n:])) == ident]
+            if not clash:
+                break
+        out[path] = ident
+    return out
 
 
 def needed_findings(result) -> list[Finding]:
@@ -147,7 +165,8 @@ def drift_findings(drifts: list) -> list[Finding]:
                              else f"; none hits the {len(d.dependents)} carried object(s) that link it")
         out.append(Finding(f"UPGRADE-ABI-{slug(d.soname.split('.so')[0])}", AREA, status,
                            f"ABI drift of {d.soname}: {d.verdict}", message=message,
-                           remedy="Rebuild the carried objects named above against NEW's library" if hits else "",
+                           remedy=(f"Rebuild the carried objects named above against NEW's {d.soname}" if hits
+                                   else ""),
                            evidence={"old": d.old, "new": d.new, "counts": c, "dependents": d.dependents},
                            source=SOURCE_ABI, confidence="high"))
     return out

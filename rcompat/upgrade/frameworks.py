@@ -115,8 +115,12 @@ def abi_drift(rebindings: list, old: Side, new: Side, indexes: SharedIndexes, pr
     for rb in rebindings:
         for soname, new_host in rb.new_links.items():
             old_host = rb.old_links.get(soname)
-            if old_host is None or indexes.canonical(new_host) == old_host:
-                continue  # new to the closure (reported by rebinding) or byte-identical
+            if old_host is None:
+                continue  # new to the closure: reported by rebinding
+            # one file reached under two names (/lib/libR.so, /usr/lib/R/lib/libR.so) is one pair, one verdict
+            old_host, new_host = os.path.realpath(old_host), os.path.realpath(new_host)
+            if indexes.canonical(new_host) == old_host:
+                continue  # byte-identical
             pairs.setdefault((old_host, new_host), {})[rb.inside] = rb.object_host
     out = []
     for k, ((old_host, new_host), users) in enumerate(sorted(pairs.items()), 1):

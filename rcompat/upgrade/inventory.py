@@ -59,6 +59,18 @@ def inventory(root_dir: str, is_host: bool = False) -> Inventory:
     return Inventory(objects)
 
 
+def object_at(host: str, inside: str) -> ElfFile | None:
+    """The ELF object at host path `host` (in-root path `inside`), also where the inventory did not
+    look (this machine's /tmp, /var/tmp: a --carry the user names); None when there is none."""
+    try:
+        st = os.stat(host)
+    except OSError:
+        return None
+    if not stat.S_ISREG(st.st_mode) or not _is_elf(host):
+        return None
+    return ElfFile(inside, os.path.realpath(host), st.st_size, (st.st_dev, st.st_ino))
+
+
 def _may_be_object(name: str, mode: int) -> bool:
     """Only a file named like a shared object (libx.so, libx.so.1.2, x.cpython-311-x86_64-linux-gnu.so)
     or marked executable is opened: ld.so maps nothing else, and opening every data file of a machine's

@@ -5,7 +5,8 @@ What can fail, in ld.so's order: a needed soname not found in the closure; a ver
 object needs (GLIBC_2.x, GLIBCXX_3.4.x, CXXABI_1.3.x, a library's own) missing from the provider NEW
 would load; an undefined, non-weak symbol of the object that nothing in its load-order scope
 defines. Symbols the host process provides (Python's C API, R's API: rcompat/data/
-elf_host_symbols.toml) are not looked for in the closure. Everything the same object lacked in OLD
+elf_host_symbols.toml) are bound against that host in NEW (rcompat.elf.link.hostproc), as NEW's python or
+R would provide them; only where NEW has no such host are they left unjudged. Everything the same object lacked in OLD
 too is kept apart as pre-existing: the upgrade did not cause it.
 """
 from __future__ import annotations
@@ -85,7 +86,7 @@ def rebind(inside: str, how: str, old: Side, new: Side, indexes: SharedIndexes) 
         lib = MissingLib(m.name, m.needed_by, m.searched_dirs)
         (out.pre_missing if m.name in old_missing else out.missing).append(lib)
     _versions(out, old_res, new_res, old, new)
-    _symbols(out, old_res, new_res, old, indexes)
+    _symbols(out, old_res, new_res, old, new, indexes)
     return out
 
 
@@ -102,16 +103,27 @@ def _versions(out: Rebinding, old_res, new_res, old: Side, new: Side) -> None:
         (out.pre_unmet if version in before else out.unmet).append(UnmetVersion(version, provider))
 
 
-def _symbols(out: Rebinding, old_res, new_res, old: Side, indexes: SharedIndexes) -> None:
+def _symbols(out: Rebinding, old_res, new_res, old: Side, new: Side, indexes: SharedIndexes) -> None:
+    """Bind the object's undefined symbols in NEW, with the host process it calls for (NEW's
+    interpreter for an extension module, NEW's libR.so for R API code) in front: those symbols are
+    NEW's host's to provide, not excused. Only a host NEW lacks leaves its symbols unjudged."""
+    from rcompat.elf.link.hostproc import hosts_for, needs_by_row
     from rcompat.elf.link.missing import bind_all, host_provider, scope_indexes
 
     bindings, missing, _weak = bind_all(new_res, [new_res.root_index], index=indexes.index)
+    needers = needs_by_row(missing)
+    new_hosts, unjudged = hosts_for(needers, new.root)
+    if new_hosts:
+        scope = _host_scope(new, new_hosts, indexes) + scope_indexes(new_res, indexes.index)
+        bindings, missing, _weak = bind_all(new_res, [new_res.root_index], scope=scope, index=indexes.index)
     out.bound = len(bindings)
-    lost = [m.ref for m in missing if host_provider(m.name) is None]
+    lost = [m.ref for m in missing if (row := host_provider(m.name)) is None or row["id"] not in unjudged]
     if not lost:
         return
-    old_scope = scope_indexes(old_res, indexes.index)
+    old_hosts, _ = hosts_for(needers, old.root)
+    old_scope = _host_scope(old, old_hosts, indexes) + scope_indexes(old_res, indexes.index)
     names = {n.path: n.info.name for n in old_res.nodes}
+    names.update({path: os.path.basename(path) for path, _idx in old_scope if path not in names})
     missing_names = {m.name for m in out.missing + out.pre_missing}
     from rcompat.elf.read.demangle import demangle_all
 
@@ -125,3 +137,14 @@ def _symbols(out: Rebinding, old_res, new_res, old: Side, indexes: SharedIndexes
             continue  # it would come from a library NEW does not have: reported as that library
         else:
             out.unbound.append(item)
+
+
+def _host_scope(side: Side, hosts: list[str], indexes: SharedIndexes) -> list:
+    """(host path, index) of the host process's objects in `side` (its executable and closure)."""
+    from rcompat.elf.errors import ElfError
+
+    try:
+        infos = side.resolver.closure(hosts)
+    except ElfError:
+        return []
+    return [(info.path, idx) for info in infos if (idx := indexes.index(info.path)) is not None]

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 
+from rcompat.errors import UsageError
 from rcompat.model import Finding, Report, Status
 from rcompat.progress import disabled
 from rcompat.upgrade.side import SharedIndexes, Side, overlay
@@ -24,13 +26,21 @@ def upgrade(old: str, new: str, *, driver: str | None = None, carry: "list[str] 
     from rcompat.upgrade.image.source import is_image, open_source
 
     prog = progress if progress is not None else disabled()
+    if extract and not (is_image(old) or is_image(new)):
+        raise UsageError(f"--extract {extract}: OLD and NEW are both read in place (a root filesystem "
+                         "directory or /); --extract applies to images only")
     report = Report(command="upgrade")
     with contextlib.ExitStack() as stack:
+        # registered first, so it runs last: after the sources closed, a failed run's extraction goes
+        extraction = stack.enter_context(_Extraction(extract)) if extract else None
         sides, inputs = [], {}
         for name, spec in (("OLD", old), ("NEW", new)):
             with prog.step(f"opening {name}"):
                 target = os.path.join(extract, name.lower()) if extract and is_image(spec) else None
+                existed = bool(target) and os.path.lexists(target)
                 src = stack.enter_context(open_source(spec, extract=target, progress=prog))
+                if extraction and target:
+                    extraction.filled.append((target, existed))
             with prog.step(f"indexing {name}"):
                 same = next((s for s in sides if s.root.path == os.path.realpath(src.root)), None)
                 sides.append(_side(name, src, same.inventory if same else None))
@@ -41,6 +51,31 @@ def upgrade(old: str, new: str, *, driver: str | None = None, carry: "list[str] 
         for finding in report.findings[:1]:  # UPGRADE-ROOTS: what each input was, and what was left out
             finding.evidence["inputs"] = {k: {"kind": v["kind"], "notes": v["notes"]} for k, v in inputs.items()}
     return report
+
+
+class _Extraction:
+    """What --extract filled in this run, undone when the run fails: DIR/old kept beside a NEW that
+    could not be read is half an answer, and blocks the rerun ("not empty")."""
+
+    def __init__(self, extract: str) -> None:
+        from rcompat.upgrade.image.source import outermost_missing
+
+        self.top = outermost_missing(extract)  # made by this run: removed whole on failure
+        self.filled: list[tuple[str, bool]] = []  # (target, whether it existed, empty, before)
+
+    def __enter__(self) -> "_Extraction":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        if exc_type is not None:
+            from rcompat.upgrade.image.source import discard_extracted
+
+            if self.top:
+                shutil.rmtree(self.top, ignore_errors=True)
+            else:
+                for target, existed in self.filled:
+                    discard_extracted(target, existed)
+        return False
 
 
 def _side(name: str, src, known=None) -> Side:

@@ -22,6 +22,7 @@ def stack_findings(old: Stack, new: Stack) -> list[Finding]:
     from rcompat.versions import Version
 
     out, same = [], []
+    generic_said = ""
     for name in list(dict.fromkeys(list(old.components) + list(new.components))):
         a, b = old.components.get(name), new.components.get(name)
         before, after = (a.version if a else None), (b.version if b else None)
@@ -29,16 +30,21 @@ def stack_findings(old: Stack, new: Stack) -> list[Finding]:
             same.append(f"{name} {after}")
             continue
         evidence = {"old": a.to_dict() if a else None, "new": b.to_dict() if b else None}
-        status, remedy = Status.WARN, ("objects built against the old one are rebound against the new one "
-                                       "below; rebuild any that fail")
+        # The general remedy is said once, by the first component that needs it; the others point there.
+        status, remedy = Status.WARN, ("" if generic_said else
+                                       "objects built against the old versions are rebound against the new "
+                                       "ones below (this and every other changed component); rebuild any "
+                                       "that fail")
+        generic = True
         if a and b and name in BACKWARD_COMPATIBLE:
             try:
                 newer = Version.parse(after) > Version.parse(before)
             except ValueError:
                 newer = False
             if newer:
-                status, remedy = Status.OK, ""
+                status, remedy, generic = Status.OK, "", False
             else:
+                generic = False
                 remedy = (f"NEW's {name} is older: objects built on OLD that need its newer version nodes fail "
                           "to load (see the carried objects below)")
         if a is None:
@@ -47,6 +53,8 @@ def stack_findings(old: Stack, new: Stack) -> list[Finding]:
             message = f"{name}: removed in NEW (OLD had {before})"
         else:
             message = f"{name}: {before} → {after}"
+        if generic and not generic_said:
+            generic_said = f"UPGRADE-STACK-{slug(name)}"
         out.append(Finding(f"UPGRADE-STACK-{slug(name)}", AREA, status, message, message=_where(a, b),
                            remedy=remedy if status is not Status.OK else "", evidence=evidence,
                            source=SOURCE_STACK, confidence="high"))

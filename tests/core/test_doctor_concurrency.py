@@ -58,7 +58,7 @@ def test_real_doctor_sequential_and_concurrent_give_the_same_findings_in_the_sam
     ids = [f.id for f in sequential.findings]
     assert [f.id for f in concurrent.findings] == ids
     assert [f.status for f in concurrent.findings] == [f.status for f in sequential.findings]
-    assert ids[0] == "R-VERSION" and ids[-1] == "RACE-SERIALIZED"
+    assert ids[0] == "SYS-OS" and ids[-1] == "RACE-SERIALIZED"
     assert list(concurrent.facts)[:5] == list(sequential.facts)[:5]
 
 

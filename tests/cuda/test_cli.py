@@ -12,8 +12,10 @@ HERE = Path(__file__).resolve().parent
 def test_matrix_check_hypothetical_stack_exits_1_with_the_fix(cli):
     r = cli("matrix", "check", "--driver", "535.104", "--cuda", "12.4", "--torch", "2.3.0")
     assert r.returncode == 1, r.stderr
-    assert "first incompatible layer: framework build (torch)" in r.stdout
+    assert "FAIL  CUDA-MATRIX-TORCH" in r.stdout
     assert "install the cu121 build of torch 2.3.0" in " ".join(r.stdout.split())
+    # one problem, one failing line: no CUDA-MATRIX summary repeating the torch layer's message
+    assert "summary: 1 warn, 1 fail" in r.stdout and "CUDA-MATRIX " not in r.stdout
 
 
 def test_matrix_check_json_is_a_report_with_the_stack(cli):
@@ -84,6 +86,6 @@ def test_cuda_probe_json_and_libs(cli):
 
 
 def test_subcommand_help_and_missing_subcommand(cli):
-    assert "first incompatible layer" in " ".join(cli("matrix", "check", "--help").stdout.split())
+    assert "Names each incompatible layer" in " ".join(cli("matrix", "check", "--help").stdout.split())
     r = cli("matrix")
     assert r.returncode == 2 and "SUBCOMMAND" in r.stderr

@@ -22,6 +22,7 @@ LIBRARIES = {
     "abi": [("torch", "0.10.1"), ("keras", "2.12.0")],
     "segv": [("torch-segv", "0.12.0")],
     "hang": [("torch-hang", "0.12.0")],
+    "abort": [("torch-abort", "0.12.0")],
     "nolantern": [("torch-nolantern", "0.13.0")],
     "baddesc": [("torch", "0.12.0"), ("keras", "2.15.0")],
 }

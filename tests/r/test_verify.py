@@ -97,3 +97,31 @@ def test_verify_json_needs_no_jsonlite_and_keeps_scalars_scalar(rlibs, tmp_path)
     assert tf.status.value == "ok", tf.message
     assert tf.evidence["results"]["gpu_count"] == 0 and tf.evidence["results"]["matmul_sum"] == 54
     assert "0 GPU(s) seen by TensorFlow" in tf.title
+
+
+def test_each_failure_kind_gets_its_own_remedy_from_the_symptom_table(rlibs):
+    from rcompat.tools.explain import load_symptoms
+
+    table = {s.id: s for s in load_symptoms()}
+    segv = verify("torch", _facts(rlibs["segv"]), timeout=60)
+    nolantern = verify("torch", _facts(rlibs["nolantern"]), timeout=60)
+    abort = verify("torch", _facts(rlibs["abort"]), timeout=60)
+    hang = verify("torch", _facts(rlibs["hang"]), timeout=5)
+    kinds = {f.evidence["failure_kind"]: f for f in (segv, nolantern, abort, hang)}
+    assert set(kinds) == {"SIGSEGV", "error", "SIGABRT", "hang"}, kinds.keys()
+    assert nolantern.evidence["symptom"] == "lantern-not-loaded"
+    assert nolantern.remedy == table["lantern-not-loaded"].remedy.replace("`rcompat elf missing`", "`rcompat elf missing`")
+    assert segv.evidence["symptom"] == "r-caught-segfault"
+    assert abort.evidence["symptom"] == "native-abort" and "SIGABRT" in abort.title
+    assert hang.evidence["symptom"] == "child-hung"
+    remedies = [f.remedy for f in (segv, nolantern, abort, hang)]
+    assert len(set(remedies)) == 4, remedies
+    for finding in (segv, nolantern, abort, hang):
+        assert finding.source  # the table row's source travels with its remedy
+        assert '{"step"' not in finding.message and '"step":' not in finding.message, finding.message
+
+
+def test_protocol_lines_never_reach_the_text_report(cli, rlibs):
+    proc = cli("r", "verify", "--package", "torch", "--lib", str(rlibs["segv"]))
+    assert proc.returncode == 1
+    assert '{"step"' not in proc.stdout and "caught segfault" in proc.stdout

@@ -168,8 +168,9 @@ def test_cuda_requested_without_cuda_is_a_setup_skip(r_and_torch):
 def test_cli_runs_both_modes_side_by_side(cli, r_and_torch):
     text = cli("race", "--device", "cpu", "--iterations", "3", "--workers", "2", "--trials", "1", "--seed", "5")
     assert text.returncode == 0, text.stderr
-    header = text.stdout.splitlines()[1].split()
-    assert header == ["unsafe", "serialized"]
+    lines = text.stdout.splitlines()
+    first_row = next(i for i, line in enumerate(lines) if line.startswith("  ") and "unsafe" in line)
+    assert lines[first_row].split() == ["unsafe", "serialized"]  # after the (wrapped) heading
     assert "first failing interleaving (unsafe" in text.stdout and "reproduce: rcompat race --mode unsafe" in text.stdout
 
 

@@ -34,7 +34,7 @@ def _expected_include():
 
 def test_github_output_is_the_product_minus_broken_cells(cli):
     run = cli("ci", "matrix", "--r", ",".join(R), "--torch", ",".join(TORCH), "--cuda", ",".join(CUDA),
-              "--rules", RULES, "--format", "github")
+              "--rules", RULES, "--format", "github", "--min-confidence", "unverified")
     assert run.returncode == 0, run.stderr
     doc = json.loads(run.stdout)
     assert list(doc) == ["include"]
@@ -53,7 +53,7 @@ def test_cuda_tables_exclude_the_builds_r_torch_does_not_have():
 
 def test_json_output_names_each_exclusion_with_reason_and_source(cli):
     run = cli("ci", "matrix", "--r", ",".join(R), "--torch", ",".join(TORCH), "--cuda", "cpu",
-              "--rules", RULES, "--format", "json")
+              "--rules", RULES, "--format", "json", "--min-confidence", "unverified")
     doc = json.loads(run.stdout)
     excluded = {(e["cell"]["r"], e["cell"]["torch"]): e["reasons"] for e in doc["excluded"]}
     assert set(excluded) == RULE_BROKEN
@@ -68,6 +68,26 @@ def test_min_confidence_keeps_cells_only_weak_claims_exclude():
     plan = plan_matrix({"r": R, "torch": TORCH, "cuda": ["cpu"]}, rules_path=RULES, min_confidence="medium")
     excluded = {(e.cell["r"], e.cell["torch"]) for e in plan.excluded}
     assert excluded == {("4.5", "0.11.1")}  # FIX-R43-TORCH013 is low confidence
+    # ... and the cell it kept says so: a low-confidence claim never removes or keeps a cell silently
+    kept = [n for n in plan.notes if n["id"] == "FIX-R43-TORCH013"]
+    assert {n["cell"]["torch"] for n in kept} == {"0.13.0"} and "below --min-confidence medium" in kept[0]["note"]
+    assert plan_matrix({"r": R, "torch": TORCH, "cuda": ["cpu"]}, rules_path=RULES).excluded == plan.excluded
+
+
+def test_every_cell_kept_without_a_verdict_is_noted_with_why(cli):
+    # R torch 0.17.0 is not in rtorch_libtorch.csv: its CUDA cells cannot be judged (issue 20.7)
+    run = cli("ci", "matrix", "--r", "4.5", "--torch", "0.14.2,0.16.0,0.17.0", "--cuda", "cpu,12.4,12.8",
+              "--format", "json")
+    doc = json.loads(run.stdout)
+    noted = {tuple(n["cell"].values()): n for n in doc["notes"]}
+    for cell in (("4.5", "0.17.0", "12.4"), ("4.5", "0.17.0", "12.8")):
+        assert cell in noted and noted[cell]["note"].startswith("not judged: ")
+        assert "0.17.0" in noted[cell]["note"]
+    included = {tuple(c.values()) for c in doc["include"]}
+    gpu_cells = {c for c in included if c[2] != "cpu"}
+    assert gpu_cells <= set(noted) | {c for c in gpu_cells if c[1] != "0.17.0"}
+    github = cli("ci", "matrix", "--r", "4.5", "--torch", "0.17.0", "--cuda", "12.4")
+    assert "note r=4.5 torch=0.17.0 cuda=12.4: CUDA-MATRIX-RTORCH: not judged" in github.stderr
 
 
 def test_every_cell_excluded_exits_1(cli):

@@ -55,7 +55,7 @@ def test_every_api_row_compiles_and_names_its_source():
 def test_cli_lines_are_file_line_col(cli):
     run = cli("scan", str(PROJECT))
     assert run.returncode == 1
-    assert f"{PROJECT / 'python' / 'train.py'}:13:14: fail PY-TORCH-SOLVE" in run.stdout
+    assert f"{PROJECT / 'python' / 'train.py'}:13:14: fail PY-TORCH-SOLVE" in " ".join(run.stdout.split())
     assert run.stdout.strip().splitlines()[-1].startswith("scan: 3 file(s), 9 use(s)")
     missing = cli("scan", "/nonexistent/dir")
     assert missing.returncode == 2 and "no such file or directory" in missing.stderr

@@ -49,7 +49,8 @@ def by_id(report, fid):
 
 
 def breaks(report, inside):
-    return [f for f in by_id(report, "UPGRADE-CARRIED-BREAKS") if f.evidence["object"] == inside]
+    return [f for f in report.findings
+            if f.id.startswith("UPGRADE-CARRIED-BREAKS-") and f.evidence["object"] == inside]
 
 
 def test_an_extension_using_removed_api_fails_and_names_what_old_provided(report):
@@ -145,6 +146,9 @@ def test_stacks_and_driver(report):
     assert torch.status is Status.WARN and torch.title == "torch: 2.13.0+cpu → 2.14.1+cu130"
     [same] = by_id(report, "UPGRADE-STACK")
     assert any(s.startswith("glibc 2.") for s in same.evidence["unchanged"])
+    # the general remedy of a changed component is said once; the other warnings point to it (issue 20.5)
+    remedies = [f.remedy for f in report.findings if f.id.startswith("UPGRADE-STACK-") and f.remedy]
+    assert sum("rebuild any that fail" in r for r in remedies) == 1
     [driver] = by_id(report, "UPGRADE-DRIVER")
     assert driver.status is Status.FAIL
     assert driver.evidence["min_driver"] == load_tables().min_driver(driver.evidence["cuda"])
@@ -248,3 +252,18 @@ def test_driver_of_this_machine(roots):
     assert finding.evidence["given_by"] == "NVML (this machine)"
     assert finding.evidence["driver"] == facts.driver_version
     assert finding.status in (Status.OK, Status.WARN, Status.FAIL)
+
+
+def test_ids_are_unique_and_no_sentence_repeats(report):
+    """docs/report-schema.md's id rule and issue 20.5, on the real upgrade report."""
+    import collections
+
+    from rcompat.render import render
+
+    ids = [f.id for f in report.findings]
+    assert len(ids) == len(set(ids)), {i: n for i, n in collections.Counter(ids).items() if n > 1}
+    remedies = [f.remedy for f in report.findings if f.remedy]
+    twice = {r for r, n in collections.Counter(remedies).items() if n > 1}
+    assert not twice, f"said twice: {twice}"
+    text = render(report, "text")
+    assert all(len(line) <= 80 or len(line.split()) == 1 for line in text.splitlines())

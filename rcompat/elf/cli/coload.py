@@ -18,8 +18,10 @@ def register(elf_sub) -> None:
     p.add_argument("first", nargs="+", metavar="FIRST")
     p.add_argument("--then", nargs="+", metavar="THEN", default=None, help=argparse.SUPPRESS)
     p.add_argument("--local", action="store_true", help="FIRST were loaded RTLD_LOCAL (R's dyn.load default)")
-    p.add_argument("--host", action="append", default=[], metavar="FILE",
-                   help="executable/library the process started with (python, libR.so)")
+    p.add_argument("--host", action="append", default=[], metavar="HOST",
+                   help="executable/library the process started with: a path, a command on PATH (python3) or "
+                        "a soname (libR.so); default: what the libraries call for (the interpreter that "
+                        "would import an extension module, libR.so for R API code)")
     p.add_argument("--ld-library-path", metavar="DIRS", default=None)
     p.add_argument("--root", metavar="DIR", default=None,
                    help="resolve inside DIR as if chrooted there (an unpacked image root): FIRST, THEN, --host "

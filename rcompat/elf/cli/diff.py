@@ -27,7 +27,7 @@ def register(sub) -> None:
                                    "object sizes, symbol versions, SONAME and needed libraries of two builds of "
                                    "a shared library, as abidiff does without debug info; with --used-by, say "
                                    "which change breaks a dependent library.",
-                       epilog=ABI_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+                       epilog=ABI_EPILOG)
     p.add_argument("old", metavar="OLD", help="the library the dependents were built against")
     p.add_argument("new", metavar="NEW", help="the library installed now")
     p.add_argument("--filter", metavar="PATTERN", action="append",
@@ -48,7 +48,7 @@ def register(sub) -> None:
                                    "containing symbol, symbol value deltas and an xxd-style hexdump. Files "
                                    "of different layout are compared section by section, with code aligned "
                                    "by symbol.",
-                       epilog=PATCH_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+                       epilog=PATCH_EPILOG)
     p.add_argument("original", metavar="ORIGINAL")
     p.add_argument("patched", metavar="PATCHED")
     p.add_argument("--hexdump", metavar="N", type=_count, default=8,

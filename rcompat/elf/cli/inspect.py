@@ -38,8 +38,10 @@ def register(elf_sub) -> None:
     _resolution_options(p)
     p.add_argument("--search", action="append", default=[], metavar="DIR",
                    help="another directory to look in for providers (repeatable)")
-    p.add_argument("--host", action="append", default=[], metavar="FILE",
-                   help="an executable or library already loaded that provides symbols (e.g. python, libR.so)")
+    p.add_argument("--host", action="append", default=[], metavar="HOST",
+                   help="the process's executable or library providing symbols: a path, a command on PATH "
+                        "(python3) or a soname (libR.so); default: the interpreter that would import an "
+                        "extension module, libR.so for R API code")
     p.add_argument("--root-only", action="store_true", help="check only LIB's own undefined symbols")
     p.add_argument("--format", "-f", choices=("text", "json"), default="text")
     p.set_defaults(func=_missing)
@@ -123,6 +125,8 @@ def _missing(args) -> int:
     show = rep.resolution.display
     out = [f"{show(rep.resolution.root.path)}: {len(rep.bindings)} undefined symbols bound, "
            f"{len(rep.missing)} missing, {len(rep.weak_unresolved)} weak left unbound"]
+    if rep.hosts:
+        out.append("host: " + ", ".join(rep.hosts))
     for lib in rep.resolution.missing:
         out.append(f"library not found: {lib.name} (needed by {lib.needed_by}); searched: "
                    + ", ".join(lib.searched_dirs))

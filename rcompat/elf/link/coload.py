@@ -86,9 +86,13 @@ def coload(loaded, then, ld_library_path=None, global_loaded: "bool | list[bool]
     `root`: the root filesystem to resolve inside (all paths in-root); None is this machine."""
     loaded, then = [os.fspath(p) for p in _listify(loaded)], [os.fspath(p) for p in _listify(then)]
     flags = global_loaded if isinstance(global_loaded, list) else [global_loaded] * len(loaded)
-    host = [os.fspath(p) for p in _listify(host)] if host else []
-    all_loaded, flags = host + loaded, [True] * len(host) + flags
+    from rcompat.elf.link.hostproc import resolve_hosts
+    from rcompat.elf.link.missing import implied_hosts
+
     resolver = Resolver(ld_library_path, root=root)
+    host = (resolve_hosts([os.fspath(p) for p in _listify(host)], resolver.root) if host
+            else implied_hosts(loaded + then, resolver))
+    all_loaded, flags = host + loaded, [True] * len(host) + flags
     show = resolver.root.inside
     process: list[ObjectInfo] = []
     global_scope: list[ObjectInfo] = []

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from rcompat.elf.errors import ElfError
+from rcompat.elf.link.hostproc import host_provider, hosts_for, needs_by_row, resolve_hosts
 from rcompat.elf.link.resolve import Resolution, Resolver
 from rcompat.elf.link.root import Root, as_root
 from rcompat.elf.read.symindex import Reference, SymbolIndex, readable_index, symbol_index
@@ -76,16 +77,6 @@ class MissingSymbol:
         return host_provider(self.ref.name) is not None
 
 
-def host_provider(name: str) -> dict | None:
-    """The host-process row (rcompat/data/elf_host_symbols.toml) whose prefix `name` has."""
-    from rcompat.data import cached_toml
-
-    for row in cached_toml("elf_host_symbols.toml", "host"):
-        if any(name.startswith(p) for p in row["prefixes"]):
-            return row
-    return None
-
-
 @dataclass
 class Binding:
     ref: Reference
@@ -100,6 +91,7 @@ class MissingReport:
     missing: list[MissingSymbol]
     weak_unresolved: list[Binding]
     searched_elsewhere: list[str]
+    hosts: list[str] = field(default_factory=list)  # in-root paths of the process's executable/libraries
 
     @property
     def ok(self) -> bool:
@@ -107,7 +99,7 @@ class MissingReport:
 
     def to_dict(self) -> dict:
         show = self.resolution.display
-        return {"root": show(self.resolution.root.path), "bound": len(self.bindings),
+        return {"root": show(self.resolution.root.path), "hosts": self.hosts, "bound": len(self.bindings),
                 "missing_libraries": [m.name for m in self.resolution.missing],
                 "missing_symbols": [{"name": m.name, "version": m.ref.version, "needed_by": m.needed_by,
                                      "loader_message": m.loader_message(), "explanation": m.explanation(),
@@ -212,17 +204,36 @@ def missing(path: "str | os.PathLike[str]", search: "list[str] | tuple[str, ...]
             ld_library_path: "str | list[str] | None" = None, host: "list[str] | tuple[str, ...]" = (),
             root_only: bool = False, search_defaults: bool = True, root: "Root | str | None" = None) -> MissingReport:
     """Bind every undefined symbol of `path` (and, unless root_only, of its closure). With `root`,
-    `path`, `host` and `search` are in-root paths and everything is looked up inside that root."""
+    `path`, `host` and `search` are in-root paths and everything is looked up inside that root.
+    `host`: what the process started with (paths, commands like python3, sonames like libR.so);
+    without it, the host each object calls for (rcompat.elf.link.hostproc: the interpreter that would
+    import an extension module, libR.so for R API code) is found and bound against."""
     resolver = Resolver(ld_library_path, root=root)
     fs = resolver.root
-    preloaded = resolver.closure(list(host))
-    resolution = resolver.resolve(path, preloaded=preloaded)
+    hosts = resolve_hosts(host, fs)
+    resolution = resolver.resolve(path, preloaded=resolver.closure(hosts))
     objects = [resolution.root_index] if root_only else None
     bindings, lost, weak = bind_all(resolution, objects)
+    if not host:
+        hosts, _unfound = hosts_for(needs_by_row(lost), fs)
+        if hosts:
+            resolution = resolver.resolve(path, preloaded=resolver.closure(hosts))
+            objects = [resolution.root_index] if root_only else None
+            bindings, lost, weak = bind_all(resolution, objects)
     dirs = [d if fs.is_host else fs.locate(d) for d in search] + (default_search_dirs(fs) if search_defaults else [])
     loaded = {os.path.realpath(n.path) for n in resolution.nodes}
     find_elsewhere(lost, dirs, set(loaded), root=fs)
-    return MissingReport(resolution, bindings, lost, weak, dirs)
+    return MissingReport(resolution, bindings, lost, weak, dirs, hosts)
+
+
+def implied_hosts(paths, resolver: Resolver) -> list[str]:
+    """The hosts (in-root paths) the objects at `paths` call for, each bound in its own closure."""
+    needers: dict[str, set[str]] = {}
+    for p in paths:
+        res = resolver.resolve(p)
+        for row, objects in needs_by_row(bind_all(res, [res.root_index])[1]).items():
+            needers.setdefault(row, set()).update(objects)
+    return hosts_for(needers, resolver.root)[0]
 
 
 # `rcompat.elf.link.missing` names both this module and the package's function missing(): calling either runs missing (rcompat.callable_module)

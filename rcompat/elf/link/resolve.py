@@ -153,8 +153,8 @@ class Resolver:
 
     def _read_given(self, inside: str) -> ObjectInfo:
         """The object at a path the caller gave (errors name the in-root path with a root)."""
-        if self.root.is_host:
-            return read_object(inside)
+        if self.root.is_host:  # host() is the identity here, unless a root lays other files over / (--carry)
+            return read_object(self.root.host(inside))
         try:
             return read_object(self.root.host(inside))
         except ElfError as exc:

@@ -129,14 +129,31 @@ def _target(extract: "str | None", tmpdir: "str | None") -> tuple[str, "str | No
         if not is_empty_dir(extract):
             raise UsageError(f"--extract {extract}: the directory is not empty; give a new or empty one")
         return extract, None
-    top = os.path.abspath(extract)  # the outermost directory rcompat makes: removed whole on failure
-    while not os.path.lexists(os.path.dirname(top)):
-        top = os.path.dirname(top)
+    top = outermost_missing(extract)  # the outermost directory rcompat makes: removed whole on failure
     try:
         os.makedirs(extract, 0o755)
     except OSError as exc:
         raise UsageError(f"--extract {extract}: cannot create it: {exc.strerror or exc}") from None
     return extract, top
+
+
+def outermost_missing(path: str) -> "str | None":
+    """The outermost directory that creating `path` would make (None when `path` exists)."""
+    top = os.path.abspath(path)
+    if os.path.lexists(top):
+        return None
+    while not os.path.lexists(os.path.dirname(top)):
+        top = os.path.dirname(top)
+    return top
+
+
+def discard_extracted(target: str, existed: bool) -> None:
+    """Undo an --extract whose run failed after `target` was filled: remove it, or empty it when it
+    was there (empty) before."""
+    if existed and os.path.isdir(target):
+        _discard(target, None)
+    else:
+        shutil.rmtree(target, ignore_errors=True)
 
 
 def _materialise(plan, target: str, everything: bool, progress) -> tuple[list[dict], list[str]]:

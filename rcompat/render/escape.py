@@ -1,0 +1,42 @@
+"""What a name may hold, made safe for the reader of each format.
+
+Names come from the machine and from the inputs users hand rcompat (tar member names, paths,
+symbols): any byte is possible. Bytes that are not UTF-8 reach rcompat as lone surrogates
+(os.fsdecode's surrogateescape); they are shown as `\\xNN`, the byte they stand for. Control characters
+are shown as Python escapes (`\\n`, `\\x1b`), so a name cannot split a line, move the cursor or end an
+XML document.
+"""
+from __future__ import annotations
+
+import re
+
+from rcompat.model import escape_undecodable
+
+# C0 controls (but tab), DEL and C1 controls; newline is kept where a text's lines are meant.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_CONTROL_OR_NEWLINE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f]")
+# Characters XML 1.0 cannot hold at all, even as character references.
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escape_char(match: re.Match) -> str:
+    char = match.group()
+    if char in _NAMED:
+        return _NAMED[char]
+    return f"\\x{ord(char):02x}" if ord(char) < 0x100 else f"\\u{ord(char):04x}"
+
+
+def one_line(text: object) -> str:
+    """`text` as one printable line: newlines and every other control character escaped."""
+    return _CONTROL_OR_NEWLINE.sub(_escape_char, escape_undecodable(str(text)))
+
+
+def printable(text: object) -> str:
+    """`text` with its lines kept and every other control character escaped."""
+    return _CONTROL.sub(_escape_char, escape_undecodable(str(text)))
+
+
+def xml_text(text: object) -> str:
+    """`text` as XML 1.0 can hold it (ElementTree escapes <, & and quotes; these it cannot)."""
+    return _NOT_XML.sub(_escape_char, escape_undecodable(str(text)))

@@ -1,0 +1,58 @@
+"""SIGTERM and SIGHUP end rcompat the way Ctrl-C does, so the same clean-up runs.
+
+Python turns SIGINT into KeyboardInterrupt, and every clean-up in rcompat is a `finally` or a `with`
+(children killed as a group by rcompat.isolate, temporary roots and directories removed). SIGTERM (a CI
+runner cancelling a job, `timeout`, systemd) and SIGHUP (a closed terminal) kill the process by default,
+running none of them: a temporary root of hundreds of MB and children in their own sessions were left
+behind. Raising a KeyboardInterrupt subclass for them reuses that one clean-up path; the CLI turns it
+into exit 128 + the signal number.
+"""
+from __future__ import annotations
+
+import signal
+import threading
+from contextlib import contextmanager
+from typing import Iterator
+
+TERMINATING_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+
+
+class Terminated(KeyboardInterrupt):
+    """rcompat was asked to stop by `signum` (SIGTERM or SIGHUP)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(f"terminated by {signal.Signals(signum).name}")
+        self.signum = signum
+
+
+def exit_code(interrupt: KeyboardInterrupt) -> int:
+    """128 + the signal number, as a shell reports a process ended by that signal (130 for Ctrl-C)."""
+    return 128 + int(getattr(interrupt, "signum", signal.SIGINT))
+
+
+@contextmanager
+def terminating_signals_interrupt() -> Iterator[None]:
+    """While the block runs, SIGTERM and SIGHUP raise Terminated in the main thread. Only the first
+    one raises: a second signal arriving while the clean-up runs must not cut it short. A signal this
+    process was told to ignore (`nohup` ignores SIGHUP) stays ignored; outside the main thread, where
+    Python allows no handler, nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    raised = False
+
+    def handler(signum: int, _frame) -> None:
+        nonlocal raised
+        if not raised:
+            raised = True
+            raise Terminated(signum)
+
+    previous = {}
+    for signum in TERMINATING_SIGNALS:
+        if signal.getsignal(signum) is not signal.SIG_IGN:
+            previous[signum] = signal.signal(signum, handler)
+    try:
+        yield
+    finally:
+        for signum, old in previous.items():
+            signal.signal(signum, old)
