@@ -56,7 +56,7 @@ def test_packages_python_and_compiler(tier, r_report, tier_facts):
     assert reticulate["status"] == "ok" and reticulate["title"].startswith(f"reticulate {expected['reticulate']}")
     assert r_report["R-PKG-TORCH"]["status"] == "skip"
     python = r_report["R-RETICULATE-PYTHON"]
-    assert python["status"] == "ok" and f"(Python {expected['python']})" in python["title"], python
+    assert python["status"] == "ok" and f"(Python {expected['python']}" in python["title"], python
     assert f"{tier.venv}/bin/python" in python["title"], python
     c17 = r_report["R-COMPILER-C17"]
     assert c17["status"] == "ok" and "accepts C17" in c17["title"]
