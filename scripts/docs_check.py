@@ -80,7 +80,7 @@ def run(command: str, cwd: Path) -> subprocess.CompletedProcess:
 def check_page(page: Path) -> tuple[list[str], list[str], int]:
     failures, not_run, ran = [], [], 0
     with tempfile.TemporaryDirectory(prefix="rcompat-docs-") as scratch:
-        for name in ("fixtures", "tests", "docs", "r-scripts", "scripts"):
+        for name in ("fixtures", "tests", "docs", "rcompat", "scripts"):
             os.symlink(REPO / name, Path(scratch, name))
         for lineno, command, comment, shown in samples(page):
             where = f"{page.relative_to(REPO) if page.is_relative_to(REPO) else page}:{lineno}"

@@ -138,3 +138,27 @@ def rscript() -> str:
     if not path:
         pytest.skip("Rscript not installed (make test installs r-base-core)")
     return path
+
+
+def build_wheel(dest: Path) -> Path:
+    """A wheel of this checkout as it is now (tracked and new files, not ignored ones), built from a
+    copy under dest so the checkout gets no build/ or egg-info."""
+    src = dest / "src"
+    listed = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=REPO,
+                            capture_output=True, text=True)
+    if listed.returncode != 0:   # not a git checkout (an unpacked copy): everything but build output
+        shutil.copytree(REPO, src, ignore=shutil.ignore_patterns(".venv", "build", "*.egg-info", "__pycache__",
+                                                                 ".pytest_cache", ".git"))
+    for name in filter(None, listed.stdout.split("\0") if listed.returncode == 0 else []):
+        if (REPO / name).is_file():
+            (src / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / name, src / name)
+    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
+                           "-w", str(dest / "wheels"), str(src)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, f"building rcompat's wheel failed:\n{proc.stdout}\n{proc.stderr}"
+    return next((dest / "wheels").glob("rcompat-*.whl"))
+
+
+@pytest.fixture(scope="session")
+def wheel_builder():
+    return build_wheel

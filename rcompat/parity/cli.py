@@ -34,7 +34,7 @@ def register(sub) -> None:
     r.add_argument("--threads", type=whole_number(1, 4096, "threads"), default=0, metavar="N",
                    help="torch.set_num_threads(N) in the child (default: torch's own choice)")
     r.add_argument("--side", choices=("python", "r"), default="python",
-                   help="python: PyTorch (default); r: R torch, running r-scripts/parity.R with Rscript")
+                   help="python: PyTorch (default); r: R torch, running rcompat/r_scripts/parity.R with Rscript")
     r.add_argument("--python", metavar="PATH", help="interpreter for the python side (another venv's "
                                                     "bin/python; it must import torch and numpy)")
     r.add_argument("--rscript", metavar="PATH", help="Rscript for the r side (default: R_HOME's bin/Rscript, else the one on PATH)")

@@ -3,7 +3,7 @@
 The parent makes (or reuses) the inputs, hands them to a child in a private work directory, lets the
 child save each output there as soon as it is computed, and assembles inputs + outputs + manifest into
 the record, written atomically. The child is `python -m rcompat.parity.child` (this interpreter, or
-`--python`) or `Rscript r-scripts/parity.R` (`--side r`, see rcompat.parity.rside). A child that
+`--python`) or `Rscript rcompat/r_scripts/parity.R` (`--side r`, see rcompat.parity.rside). A child that
 crashes or hangs costs the cases it had not finished, each recorded as an error naming how it ended;
 the cases before it are kept.
 """

@@ -4,7 +4,7 @@ R has no npz reader without extra packages (RcppCNPy is not on every machine), b
 file is simple: a 10-byte preamble, a Python-dict header, then the raw data. So the parent hands each
 input over as WORKDIR/inputs/<name>.npy (little-endian float64, Fortran order: R's own column-major
 layout), plus WORKDIR/plan.tsv (case id, case, precision: one line per case, the suite's own list),
-and r-scripts/parity.R writes each output back as WORKDIR/out/<name>.npy in the same form. Outputs come
+and rcompat/r_scripts/parity.R writes each output back as WORKDIR/out/<name>.npy in the same form. Outputs come
 back as float64 (R's only floating type); the parent stores them in the case's precision, which is
 exact for values R torch computed in float32.
 """

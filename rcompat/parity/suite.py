@@ -1,7 +1,7 @@
 """The built-in parity suite: seeded inputs and the cases computed from them.
 
 Needs only numpy (inputs) and torch (cases), because it runs in the parity child, possibly under
-another interpreter (`--python`). r-scripts/parity.R implements the same case ids on the same inputs
+another interpreter (`--python`). rcompat/r_scripts/parity.R implements the same case ids on the same inputs
 through R torch's public API; a case changed here must change there too.
 
 A case is a function `(torch, x) -> tensor | {part: tensor}` of the inputs `x` (already converted to

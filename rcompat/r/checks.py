@@ -13,7 +13,8 @@ from typing import Iterable
 
 from rcompat.model import Finding, Status
 from rcompat.r.facts import RFacts
-from rcompat.r.rpy2_fit import advise
+from rcompat.r.rpy2_fit import advise, undefined_symbol
+from rcompat.versions import matches
 
 AREA = "r"
 TITLE = "R and its deep-learning packages"
@@ -81,8 +82,7 @@ def check_rpy2(ctx) -> Iterable[Finding]:
                  if rpy2.get("installed") is False else "")
         return
     if rpy2.get("ok"):
-        yield _f("R-RPY2", Status.OK, f"rpy2 {rpy2.get('version')} embeds R {facts.version_number}",
-                 evidence=rpy2)
+        yield _embedded_finding(rpy2, facts.version_number)
         return
     error = rpy2.get("error") or {}
     text = str(error.get("message", ""))
@@ -99,12 +99,51 @@ def check_rpy2(ctx) -> Iterable[Finding]:
              f"rpy2 {rpy2.get('version')} cannot embed R" + (f": undefined symbol {advice.symbol}"
                                                            if advice.symbol else ""),
              message=f"rpy2 failed at '{stage}': {text.strip()[:600]}" + (f" ({what})" if what else ""),
-             remedy=(f"pip install '{advice.fits['pip']}'" if advice.fits else
-                     "Install an rpy2 built for this R (see the rpy2 table in rcompat/data/r_rules.toml).")
+             remedy=_rpy2_remedy(rpy2.get("version"), advice.fits)
              + "; rcompat read the R facts with Rscript meanwhile.",
              evidence={**rpy2, "symbol": advice.symbol, "fits": advice.fits},
              source=(advice.needs or advice.fits or {}).get("source", ""),
              confidence=(advice.needs or advice.fits or {}).get("confidence", ""))
+
+
+def _rpy2_remedy(installed: str | None, fits: dict | None) -> str:
+    """What to install, unless the table's pick is what is installed already: then reinstalling it
+    against this R is the remaining move (its API module is compiled against R's headers)."""
+    if fits and not (installed and matches(installed, fits["rpy2"])):
+        return f"pip install '{fits['pip']}'"
+    if fits:
+        return (f"rpy2 {installed} is already the one the rpy2 table picks for this R ({fits['pip']}): "
+                "rebuild it against this R (pip install --force-reinstall --no-cache-dir --no-binary "
+                "rpy2-rinterface rpy2) and check R_HOME")
+    return "Install an rpy2 built for this R (see the rpy2 table in rcompat/data/r_rules.toml)"
+
+
+def _embedded_finding(rpy2: dict, r_version: str | None) -> Finding:
+    """R-RPY2 when R is embedded: which of rpy2's bindings is in effect (API: its module compiled
+    against R's headers; ABI: cffi's dlopen of libR) and why. A silent fallback to ABI while the
+    table names another rpy2 for this R warns: that rpy2's API module does not fit this libR."""
+    mode = rpy2.get("mode") or {}
+    in_effect, requested, api_error = mode.get("mode"), mode.get("requested"), mode.get("api_error")
+    title = f"rpy2 {rpy2.get('version')} embeds R {r_version}" + (f" ({in_effect} mode)" if in_effect else "")
+    if in_effect == "API":
+        why = "API mode: rpy2's compiled module for R's C API loaded against this libR."
+    elif in_effect == "ABI" and requested == "ABI":
+        why = "ABI mode because RPY2_CFFI_MODE=ABI asks for it."
+    elif in_effect == "ABI":
+        why = (f"ABI mode: rpy2 fell back to it silently because its API module does not load "
+               f"({api_error or 'not built'}).")
+    else:
+        why = "rpy2 did not say which mode it uses."
+    fits = advise("", r_version).fits
+    installed = rpy2.get("version")
+    if in_effect == "ABI" and requested != "ABI" and fits and installed and not matches(installed, fits["rpy2"]):
+        symbol = undefined_symbol(api_error or "")
+        return _f("R-RPY2", Status.WARN, title + " only through a fallback",
+                  message=why + (f" {symbol} is not exported by this R's libR." if symbol else "")
+                  + f" The rpy2 table picks {fits['pip']} for R {r_version}.",
+                  remedy=_rpy2_remedy(installed, fits), evidence=rpy2, source=fits.get("source", ""),
+                  confidence=fits.get("confidence", ""))
+    return _f("R-RPY2", Status.OK, title, message=why, evidence=rpy2)
 
 
 def check_packages(ctx) -> Iterable[Finding]:

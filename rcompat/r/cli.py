@@ -28,7 +28,7 @@ def register(sub) -> None:
     facts.set_defaults(func=run_facts)
 
     verify = rsub.add_parser("verify", help="run torch/keras/tensorflow in isolated Rscript children",
-                             description="Run r-scripts/verify_torch.R (torch_randn, matmul, "
+                             description="Run rcompat/r_scripts/verify_torch.R (torch_randn, matmul, "
                                          "cuda_is_available, GPU round trip on CUDA) and verify_keras.R "
                                          "(tf$constant, tf$matmul) in child processes with a timeout. A "
                                          "segfault or hang becomes a failing finding; packages that are "

@@ -1,7 +1,7 @@
 """`probe()`: what R is installed, with which deep-learning packages, bound to which Python.
 
 Everything that starts R runs in a child (rcompat.isolate): the rpy2 worker (`python -m
-rcompat.r.worker`) embeds R and runs r-scripts/r_facts.R; when rpy2 is missing or fails, or when this
+rcompat.r.worker`) embeds R and runs rcompat/r_scripts/r_facts.R; when rpy2 is missing or fails, or when this
 Python runs inside R (`host_is_r()`), an Rscript child runs the same script. reticulate's Python
 discovery always runs in an Rscript child: inside rpy2's embedded R, reticulate would report the
 worker's own Python ("the current process") instead of the one an R session would bind.
@@ -27,9 +27,10 @@ _OS_NAMES = (("mingw", "windows"), ("windows", "windows"), ("darwin", "macos"), 
 
 
 def scripts_dir() -> Path:
-    """r-scripts/ of this checkout; RCOMPAT_R_SCRIPTS overrides (an installed copy elsewhere)."""
+    """rcompat/r_scripts/, package data beside this module in a checkout and an installed wheel alike;
+    RCOMPAT_R_SCRIPTS overrides (a copy elsewhere)."""
     override = os.environ.get("RCOMPAT_R_SCRIPTS")
-    return Path(override) if override else Path(__file__).resolve().parents[2] / "r-scripts"
+    return Path(override) if override else Path(__file__).resolve().parents[1] / "r_scripts"
 
 
 @dataclass
@@ -196,6 +197,8 @@ def _core_through_rpy2(facts: RFacts, script: Path, timeout: float) -> dict[str,
                               env={**facts.child_env, "PYTHONFAULTHANDLER": "1"})
     facts.rpy2 = {"used": True, "installed": True, "version": version}
     for record in result.records:
+        if "rpy2_mode" in record:
+            facts.rpy2["mode"] = record["rpy2_mode"]
         if "r_facts" in record and "core" in record["r_facts"]:
             facts.engine = "rpy2"
             facts.rpy2["ok"] = True

@@ -85,7 +85,7 @@ def r_host(maps_path: str = "/proc/self/maps", exe_path: str = "/proc/self/exe")
         pass
     if exe in R_EXECUTABLES:
         return RHost(True, True, f"this process's executable is {exe}")
-    # r-scripts/rcompat.R names its own pid before reticulate starts Python in that very process; a
+    # rcompat/r_scripts/rcompat.R names its own pid before reticulate starts Python in that very process; a
     # pid, unlike a plain flag, is not true in the children R starts (they inherit the environment).
     if os.environ.get(HOST_PID_VARIABLE) == str(os.getpid()):
         return RHost(True, True, f"{HOST_PID_VARIABLE} names this process (set by rcompat.R)")

@@ -1,6 +1,6 @@
 """Does the installed torch / keras / tensorflow actually run? Ask a child Rscript.
 
-r-scripts/verify_torch.R and verify_keras.R print `{"step": ...}` before each step and results
+rcompat/r_scripts/verify_torch.R and verify_keras.R print `{"step": ...}` before each step and results
 after. The child runs through rcompat.isolate.run_child with a timeout, so a segfault in LibTorch
 or a hung CUDA initialisation ends the child, and here becomes a `fail` finding that names the
 signal, the step and the last lines of output. Packages that are not installed are not verified.

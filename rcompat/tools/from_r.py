@@ -1,4 +1,4 @@
-"""The bridge r-scripts/rcompat.R calls through reticulate: every result as JSON table records.
+"""The bridge rcompat/r_scripts/rcompat.R calls through reticulate: every result as JSON table records.
 
 R gets each answer as one JSON string `{"columns": [...], "records": [...], "facts": {...}}`, which
 jsonlite turns into a data.frame with the same columns every time (nested values such as a finding's

@@ -1,4 +1,5 @@
 """The CLI as a user runs it: real probes, real subprocesses, real exit codes."""
+import importlib.util
 import json
 import os
 
@@ -22,7 +23,8 @@ def test_doctor_python_area_exits_0_and_json_parses(cli):
     data = json.loads(out.stdout)
     ids = {f["id"] for f in data["findings"]}
     assert {"PY-VERSION", "PY-PACKAGES", "PY-TORCH"} <= ids
-    assert data["facts"]["python"]["packages"]["torch"].startswith("2.13.0")
+    if importlib.util.find_spec("torch") is not None:   # torch is installed only where a wheel fits
+        assert data["facts"]["python"]["packages"]["torch"].startswith("2.13.0")
     assert data["summary"]["exit_code"] == 0
 
 
@@ -61,7 +63,9 @@ def test_junit_output_parses_as_junit(cli, tmp_path):
     xml = junitparser.JUnitXml.fromfile(str(target))
     cases = [c for suite in xml for c in suite]
     assert any(c.name.startswith("PY-VERSION") for c in cases)
-    assert all(c.is_passed for c in cases)
+    # without torch (no wheel for this Python on disk) PY-TORCH is a skip, which JUnit does not count as passed
+    torchless = importlib.util.find_spec("torch") is None
+    assert all(c.is_passed for c in cases if not (torchless and c.name.startswith("PY-TORCH")))
 
 
 def test_junit_maps_each_status():

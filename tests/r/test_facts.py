@@ -87,7 +87,8 @@ def test_compiler_that_rejects_c17_is_a_warning(tmp_path, rlibs, monkeypatch):
                       'exec gcc "$@"\n')
     old_cc.chmod(0o755)
     makevars = tmp_path / "Makevars"
-    makevars.write_text(f"CC={old_cc}\n")
+    # CC17 too: R >= 4.5 configures CC as gnu23 and the C17 check compiles with CC17
+    makevars.write_text(f"CC={old_cc}\nCC17={old_cc} -std=gnu17\n")
     ctx = Context(timeout=60, options={"r_lib_paths": [str(rlibs["dev"])]})
     monkeypatch.setenv("R_MAKEVARS_USER", str(makevars))
     findings = list(checks.check_compiler(ctx))
@@ -122,8 +123,8 @@ def test_reticulate_python_env_var_wins(rlibs, tmp_path):
     facts = probe(timeout=60, env={"RETICULATE_PYTHON": sys.executable}, engine="rscript")
     assert facts.reticulate["env"]["RETICULATE_PYTHON"] == sys.executable
     assert facts.reticulate["forced"] == "RETICULATE_PYTHON"
-    # This venv has torch: its version is what python:torch rules see.
-    import torch
+    # With torch in this venv, its version is what python:torch rules see.
+    torch = pytest.importorskip("torch", reason="torch not installed: no torch==2.13.0 wheel for this Python on disk (make test installs it when there is)")
 
     assert facts.stack()["python:torch"] == torch.__version__
 

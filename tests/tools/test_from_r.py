@@ -39,7 +39,7 @@ def test_rcompat_r_reports_a_missing_rcompat_python_clearly(rscript, tmp_path):
     if not bare.exists():
         pytest.skip("no system python3 to stand for a Python without rcompat")
     env = dict(os.environ, RETICULATE_PYTHON=str(bare), PYTHONPATH="", PYTHONNOUSERSITE="1")
-    code = (f'source("{REPO}/r-scripts/rcompat.R"); '
+    code = (f'source("{REPO}/rcompat/r_scripts/rcompat.R"); '
             'r <- tryCatch(rcompat_doctor("r"), error = function(e) conditionMessage(e)); cat(r)')
     run = subprocess.run([rscript, "-e", code], cwd=str(tmp_path), env=env, capture_output=True, text=True,
                          timeout=120)

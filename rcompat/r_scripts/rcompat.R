@@ -1,4 +1,4 @@
-# rcompat from R: source("r-scripts/rcompat.R"), then call rcompat_doctor() and friends.
+# rcompat from R: source("rcompat/r_scripts/rcompat.R"), then call rcompat_doctor() and friends.
 #
 # Each function calls the Python package through reticulate and returns a data.frame. The Python is
 # the one reticulate binds: set RETICULATE_PYTHON to the virtualenv where rcompat is installed before
@@ -25,6 +25,21 @@ rcompat_host_facts <- function(packages = NULL) {
        packages = pkgs)
 }
 
+# Measured with reticulate 1.41 and Debian 13's Python 3.13: the venv's site-packages is on sys.path
+# but the import hook an editable install's .pth file installs is not on sys.meta_path, so
+# `import rcompat` fails (site.getsitepackages() names dist-packages dirs there, not the venv's).
+# Running the .pth files of the site-packages dirs on sys.path again (site.addsitedir) installs the
+# hook; only done when the import failed.
+rcompat_import_bridge <- function() {
+  tryCatch(reticulate::import("rcompat.tools.from_r", convert = TRUE), error = function(e) {
+    reticulate::py_run_string(paste0(
+      "import os, site, sys\n",
+      "for _d in [p for p in sys.path if p.endswith(('site-packages', 'dist-packages')) and os.path.isdir(p)]:\n",
+      "    site.addsitedir(_d)\n"))
+    reticulate::import("rcompat.tools.from_r", convert = TRUE)
+  })
+}
+
 rcompat_bridge <- function() {
   if (!is.null(.rcompat$bridge)) return(.rcompat$bridge)
   if (!requireNamespace("reticulate", quietly = TRUE))
@@ -32,7 +47,7 @@ rcompat_bridge <- function() {
   if (!requireNamespace("jsonlite", quietly = TRUE))
     stop("rcompat needs the jsonlite package: install.packages(\"jsonlite\")", call. = FALSE)
   Sys.setenv(RCOMPAT_HOST_PID = Sys.getpid())
-  bridge <- tryCatch(reticulate::import("rcompat.tools.from_r", convert = TRUE), error = function(e) {
+  bridge <- tryCatch(rcompat_import_bridge(), error = function(e) {
     stop("cannot import rcompat in the Python reticulate binds (",
          reticulate::py_config()$python, "): ", conditionMessage(e),
          ". Set RETICULATE_PYTHON to the Python where rcompat is installed.", call. = FALSE)

@@ -14,6 +14,10 @@ rcompat_packages <- c("torch", "keras", "keras3", "tensorflow", "reticulate", "R
 rcompat_json <- function(x) {
   esc <- function(s) {
     s <- enc2utf8(as.character(s))
+    # Invalid UTF-8 (R 4.5's read.dcf quotes a corrupt DESCRIPTION's bytes in its error message)
+    # would make gsub() fail the whole document; such bytes are written as <xx>.
+    bad <- !validUTF8(s)
+    s[bad] <- iconv(s[bad], "UTF-8", "UTF-8", sub = "byte")
     s <- gsub("\\", "\\\\", s, fixed = TRUE)
     s <- gsub("\"", "\\\"", s, fixed = TRUE)
     s <- gsub("\n", "\\n", s, fixed = TRUE)
