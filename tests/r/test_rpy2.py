@@ -1,7 +1,7 @@
 """rpy2 failures are findings, and the table names the rpy2 that fits."""
 from __future__ import annotations
 
-from rcompat.doctor import Context
+from rcompat.areas import Context
 from rcompat.r import checks
 from rcompat.r.facts import probe
 from rcompat.r.rpy2_fit import advise

@@ -223,9 +223,3 @@ def missing(path: "str | os.PathLike[str]", search: "list[str] | tuple[str, ...]
     loaded = {os.path.realpath(n.path) for n in resolution.nodes}
     find_elsewhere(lost, dirs, set(loaded), root=fs)
     return MissingReport(resolution, bindings, lost, weak, dirs)
-
-
-# `rcompat.elf.link.missing` names both this module and the package's function missing(): calling either runs missing (rcompat.callable_module)
-from rcompat.callable_module import make_callable  # noqa: E402
-
-make_callable(__name__, "missing")

@@ -301,9 +301,3 @@ def _letter(typ: str, bind: str, ndx: int, by_section: list[str]) -> str:
     else:
         c = "?"
     return c.upper() if bind == "GLOBAL" else c
-
-
-# `rcompat.elf.read.symbols` names both this module and the package's function symbols(): calling either runs symbols (rcompat.callable_module)
-from rcompat.callable_module import make_callable  # noqa: E402
-
-make_callable(__name__, "symbols")

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from rcompat.upgrade.side import SharedIndexes, Side, lacking
+from rcompat.upgrade_scan.side import SharedIndexes, Side, lacking
 
 
 @dataclass
@@ -74,7 +74,7 @@ class Rebinding:
 
 
 def rebind(inside: str, how: str, old: Side, new: Side, indexes: SharedIndexes) -> Rebinding:
-    """`new` may be NEW with OLD's --carry objects laid over it (rcompat.upgrade.side.overlay)."""
+    """`new` may be NEW with OLD's --carry objects laid over it (rcompat.upgrade_scan.side.overlay)."""
     new_res = new.resolve(inside)
     old_res = old.resolve(inside)
     out = Rebinding(inside, how, old.inventory.objects[inside].host)

@@ -13,15 +13,15 @@ import os
 
 from rcompat.model import Finding, Report, Status
 from rcompat.progress import disabled
-from rcompat.upgrade.side import SharedIndexes, Side, overlay
+from rcompat.upgrade_scan.side import SharedIndexes, Side, overlay
 
 AREA = "upgrade"
 
 
 def upgrade(old: str, new: str, *, driver: str | None = None, carry: "list[str] | tuple" = (),
             extract: str | None = None, progress=None) -> Report:
-    """Compare root filesystems / images OLD and NEW (see rcompat.upgrade.image.source for what they may be)."""
-    from rcompat.upgrade.image.source import is_image, open_source
+    """Compare root filesystems / images OLD and NEW (see rcompat.upgrade_scan.image.source for what they may be)."""
+    from rcompat.upgrade_scan.image.source import is_image, open_source
 
     prog = progress if progress is not None else disabled()
     report = Report(command="upgrade")
@@ -46,8 +46,8 @@ def upgrade(old: str, new: str, *, driver: str | None = None, carry: "list[str] 
 def _side(name: str, src, known=None) -> Side:
     """`known`: the inventory of the other side when both are the same root (`/` against `/`)."""
     from rcompat.elf.link.root import Root
-    from rcompat.upgrade.inventory import inventory
-    from rcompat.upgrade.stack import probe_stack
+    from rcompat.upgrade_scan.inventory import inventory
+    from rcompat.upgrade_scan.stack import probe_stack
 
     root = Root(src.root)
     env = dict(src.env or {})
@@ -58,11 +58,11 @@ def _side(name: str, src, known=None) -> Side:
 
 def scan_sides(old: Side, new: Side, *, driver: str | None = None, carry=(), progress=None) -> list[Finding]:
     from rcompat.elf.errors import ElfError
-    from rcompat.upgrade import carried as carried_mod
-    from rcompat.upgrade import findings, frameworks
-    from rcompat.upgrade.inventory import identical_objects
-    from rcompat.upgrade.rebind import rebind
-    from rcompat.upgrade.stack_checks import driver_finding, stack_findings
+    from rcompat.upgrade_scan import carried as carried_mod
+    from rcompat.upgrade_scan import findings, frameworks
+    from rcompat.upgrade_scan.inventory import identical_objects
+    from rcompat.upgrade_scan.rebind import rebind
+    from rcompat.upgrade_scan.stack_checks import driver_finding, stack_findings
 
     prog = progress if progress is not None else disabled()
     out = [Finding("UPGRADE-ROOTS", AREA, Status.OK, f"OLD {old.label} → NEW {new.label}",

@@ -5,13 +5,13 @@ from __future__ import annotations
 import os
 
 from rcompat.model import Finding, Status
-from rcompat.upgrade.stack_checks import slug
+from rcompat.upgrade_scan.stack_checks import slug
 
 AREA = "upgrade"
 SOURCE_REBIND = "rcompat upgrade: static rebinding (ld.so rules: glibc elf/dl-load.c, dl-lookup.c, dl-version.c)"
 SOURCE_NEEDED = "rcompat upgrade: NEW's framework libraries resolved inside NEW (ld.so search rules)"
-SOURCE_COLOAD = "rcompat upgrade: co-loading prediction (rcompat.elf.link.coload) inside NEW"
-SOURCE_ABI = "rcompat upgrade: exported-ABI diff (rcompat.elf.abi.diff, counted like abidiff) with the carried objects as users"
+SOURCE_COLOAD = "rcompat upgrade: co-loading prediction (rcompat.elf.coload) inside NEW"
+SOURCE_ABI = "rcompat upgrade: exported-ABI diff (rcompat.elf.abi, counted like abidiff) with the carried objects as users"
 SHOWN = 8  # names listed in a message; the evidence holds them all
 
 
