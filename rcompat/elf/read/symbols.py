@@ -18,8 +18,9 @@ from collections import namedtuple
 from collections.abc import Iterator, Sequence
 from operator import and_, itemgetter, not_, or_
 
-from rcompat.elf.read.reader import (BIND_OF_INFO, SHN_ABS, SHN_COMMON, SHN_LORESERVE, SHN_UNDEF, TYPE_OF_INFO,
-                                     VERSYM_HIDDEN, VISIBILITY_OF_OTHER, ElfImage, RawSymbols)
+from rcompat.elf.read.format import (BIND_OF_INFO, SHN_ABS, SHN_COMMON, SHN_LORESERVE, SHN_UNDEF, TYPE_OF_INFO,
+                                     VERSYM_HIDDEN, VISIBILITY_OF_OTHER, RawSymbols)
+from rcompat.elf.read.reader import ElfImage
 from rcompat.elf.read.symbol_text import decorate
 
 SHF_WRITE, SHF_ALLOC, SHF_EXECINSTR = 0x1, 0x2, 0x4
