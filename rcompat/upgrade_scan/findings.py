@@ -20,6 +20,22 @@ def _listed(items: list[str], shown: int = SHOWN) -> str:
     return "; ".join(items[:shown]) + more
 
 
+def cxx_abi_findings(rebindings: list) -> list[Finding]:
+    """UPGRADE-CXX-ABI: a carried object that, in NEW, links to a library built for the other
+    std::string ABI (the mismatch its missing symbols, if any, come from)."""
+    from rcompat.elf.link.cxx_abi import SOURCE
+
+    pairs = [m for rb in rebindings for m in rb.cxx_abi]
+    if not pairs:
+        return []
+    return [Finding("UPGRADE-CXX-ABI", AREA, Status.FAIL,
+                    f"{len(pairs)} carried object(s) would load a library built for another C++ std::string ABI",
+                    message=pairs[0].message(),
+                    remedy="Rebuild the carried object against NEW with NEW's ABI (-D_GLIBCXX_USE_CXX11_ABI=1 for "
+                           "the C++11 std::string, =0 for the old one), or keep the library it was built with.",
+                    evidence={"mismatches": [m.to_dict() for m in pairs]}, source=SOURCE, confidence="high")]
+
+
 def carried_findings(carried, rebindings: list) -> list[Finding]:
     out = []
     broken = [rb for rb in rebindings if rb.breaks]

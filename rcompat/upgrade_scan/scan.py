@@ -94,6 +94,7 @@ def scan_sides(old: Side, new: Side, *, driver: str | None = None, carry=(), pro
             how = "--carry" if inside in carried.mapped else "identical"
             rebindings.append(rebind(inside, how, old, mapped_new if how == "--carry" else new, indexes))
     out += findings.carried_findings(carried, rebindings)
+    out += findings.cxx_abi_findings(rebindings)
     with prog.step("NEW's frameworks"):
         out += findings.needed_findings(frameworks.newly_needed(old, new))
         try:
