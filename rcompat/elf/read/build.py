@@ -29,7 +29,8 @@ from rcompat.elf.errors import ElfError
 
 CXX11, OLD, BOTH, NONE = "cxx11", "old", "both", "none"
 MAX_PRODUCERS = 8  # distinct DW_AT_producer values kept: a library has one per compile unit
-MAX_UNITS = 200  # compile units read for them, so a large debug build stays quick
+MAX_UNITS = 8  # compile units read for them: each costs a parse of its header and abbreviations, and
+# the first few of a library name its compiler and flags (a libpython built with -g has ~400)
 EVIDENCE = 3  # symbol names kept as the evidence of each ABI found
 _OLD_CANDIDATE = re.compile(rb"_Z[^\0]*Ss[^\0]*")  # `Ss` may also sit inside a name: demangling decides
 _CXX11_NAME = re.compile(rb"_Z[^\0]*cxx11[^\0]*")
