@@ -175,3 +175,18 @@ def test_the_image_reader_imports_nothing_else_of_upgrade():
     outside = sorted(f"{m} imports {t}" for m, targets in graph.items() if m.startswith("rcompat.upgrade_scan.image")
                      for t, _ in targets if t.startswith("rcompat.upgrade_scan") and not t.startswith("rcompat.upgrade_scan.image"))
     assert outside == []
+
+
+def test_pyelftools_is_imported_only_by_the_build_reader_and_only_when_used():
+    """The bulk path (`elf symbols`, the resolver) must not pay pyelftools' import: one module reads
+    with it, inside its functions."""
+    found = []
+    for module, path in _modules().items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        top_level = set(map(id, tree.body))
+        for node in ast.walk(tree):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            if any(n == "elftools" or n.startswith("elftools.") for n in names):
+                found.append((module, "top level" if id(node) in top_level else "in a function"))
+    assert found and set(found) == {("rcompat.elf.read.build", "in a function")}
