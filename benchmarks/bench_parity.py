@@ -34,7 +34,7 @@ def make_records(folder: Path) -> tuple[Path, Path]:
 
 
 def rcompat_failures(a: Path, b: Path) -> set[str]:
-    from rcompat.parity.compare import compare
+    from rcompat.parity.comparison import compare
 
     return {f.id[len("PARITY-"):] for f in compare(str(a), str(b)).findings if f.status.value == "fail"}
 

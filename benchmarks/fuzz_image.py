@@ -85,7 +85,7 @@ def mutations(data: bytes, rng: random.Random):
 
 
 def exercise(path: Path, tmpdir: Path) -> None:
-    from rcompat.upgrade.image.source import open_source
+    from rcompat.upgrade_scan.image.source import open_source
 
     with open_source(str(path), tmpdir=str(tmpdir)) as source:
         for _dirpath, _dirs, _files in os.walk(source.root):

@@ -1,7 +1,7 @@
 """The one result model every engine reports through.
 
 A probe gathers facts; a check turns facts into `Finding`s; a `Report` holds the findings of a run plus
-the raw facts they were derived from. Renderers (rcompat.render) and the pandas conversion read only
+the raw facts they were derived from. Renderers (rcompat.renderers) and the pandas conversion read only
 this module's types, so an engine never needs to know how its output is shown; and this module knows no
 renderer (`rcompat.render(report, fmt)` renders), so the dependency runs one way: render -> model.
 """

@@ -93,7 +93,7 @@ def whole_number(low: int, high: int, unit: str = ""):
 def add_report_options(parser: argparse.ArgumentParser, formats=None, strict: bool = True) -> None:
     """--format (default: every renderer's format), --output, --strict, --verbose."""
     if formats is None:
-        from rcompat.render import FORMATS as formats
+        from rcompat.renderers import FORMATS as formats
     parser.add_argument("--format", "-f", choices=formats, default="text", help="output format (default: text)")
     parser.add_argument("--output", "-o", metavar="FILE",
                         help="write the report to FILE (atomically: a temp file, then rename) instead of stdout")
@@ -122,8 +122,8 @@ def emit_report(report: Report, args: argparse.Namespace, prefix: str = "") -> i
     """Render `report` as asked, write it (after `prefix`, e.g. a table the command prints above the
     findings), return the exit code the findings give."""
     from rcompat.model import share_duration
-    from rcompat.render import render
-    from rcompat.render.text import DEFAULT_WIDTH, output_width, use_colour
+    from rcompat.renderers import render
+    from rcompat.renderers.text import DEFAULT_WIDTH, output_width, use_colour
 
     strict = bool(getattr(args, "strict", False))
     fmt = getattr(args, "format", "text")

@@ -7,7 +7,7 @@ from rcompat.cli.common import add_quiet_option, add_report_options, emit_report
 
 
 def register(sub) -> None:
-    from rcompat.doctor import AREA_MODULES
+    from rcompat.areas import AREA_MODULES
 
     p = sub.add_parser("doctor", help="run every available probe and print one report",
                        description="Run every available probe (R, Python, CUDA, ELF, race) and print one "
@@ -28,7 +28,7 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rcompat.doctor import run_doctor
+    from rcompat.areas import run_doctor
     from rcompat.progress import progress_for
 
     # run_doctor resolves the names before any probe runs: a bad one is a UsageError, exit 2

@@ -21,7 +21,7 @@ COMMAND_MODULES = (
     "rcompat.elf.cli",
     "rcompat.race.cli",
     "rcompat.cli.tools_cmd",
-    "rcompat.upgrade.cli",
+    "rcompat.upgrade_scan.cli",
     "rcompat.parity.cli",
 )
 

@@ -110,7 +110,7 @@ def _probe_text(facts) -> str:
     lines.append(f"TensorFlow:  {facts.tensorflow or '-'}")
     lines.append(f"libraries:   {len(facts.libraries.libraries)} (rcompat cuda libs lists them)")
     lines.append("stack:       " + (", ".join(f"{k} {v}" for k, v in facts.stack().items()) or "-"))
-    from rcompat.render.text import wrap_page
+    from rcompat.renderers.text import wrap_page
 
     return wrap_page("\n".join(lines)) + "\n"
 

@@ -143,6 +143,33 @@ def check_undefined(ctx) -> Iterable[Finding]:
                  source=SOURCE_LD)
 
 
+def check_cxx_abi(ctx) -> Iterable[Finding]:
+    """One finding for all targets: how each library and its dependencies were built, and any
+    dependency edge whose two ends use different std::string ABIs."""
+    from rcompat.elf.link.cxx_abi import SOURCE, resolution_build_facts, string_abi_mismatches
+
+    built, mismatches = {}, []
+    for fw, role, path in _targets(ctx):
+        resolution = _missing_report(ctx, fw, path).resolution
+        facts = resolution_build_facts(resolution)
+        built.update((node.path, f.to_dict()) for node, f in zip(resolution.nodes, facts) if f is not None)
+        mismatches += [m for m in string_abi_mismatches(resolution, facts) if m not in mismatches]
+    if not built:
+        return
+    evidence = {"libraries": built, "mismatches": [m.to_dict() for m in mismatches]}
+    if mismatches:
+        yield _f("ELF-CXX-ABI", Status.FAIL, f"{len(mismatches)} library pair(s) built for different C++ "
+                 "std::string ABIs", message=mismatches[0].message(),
+                 remedy="Rebuild the one that differs with the ABI of the other (-D_GLIBCXX_USE_CXX11_ABI=1 "
+                        "for the C++11 std::string that current torch builds use, =0 for the old one); "
+                        "`rcompat elf deps LIB` shows each library's ABI and toolchain.",
+                 evidence=evidence, source=SOURCE, confidence="high")
+        return
+    abis = sorted({d["cxx_abi"] for d in built.values()} & {"cxx11", "old"})
+    yield _f("ELF-CXX-ABI", Status.OK, f"{len(built)} libraries: none depends on one built for another C++ "
+             f"std::string ABI" + (f" (all {abis[0]})" if len(abis) == 1 else ""), evidence=evidence, source=SOURCE)
+
+
 def check_glibcxx(ctx) -> Iterable[Finding]:
     from rcompat.elf.link.verreq import check_versions
 
@@ -248,4 +275,4 @@ for _fn, _id in ((check_coload, "ELF-COLOAD"), (check_deps, "ELF-DEPS"), (check_
                  (check_duplicate_runtime, "ELF-DUPLICATE-RUNTIME")):
     _fn.check_id = _id  # type: ignore[attr-defined]
 
-CHECKS = [check_deps, check_undefined, check_glibcxx, check_duplicate_runtime, check_coload]
+CHECKS = [check_deps, check_undefined, check_cxx_abi, check_glibcxx, check_duplicate_runtime, check_coload]

@@ -7,16 +7,19 @@ See docs/parity.md. Nothing here imports numpy or torch until a function runs.
 """
 from __future__ import annotations
 
+from rcompat.exports import lazy_exports
 
-def record(options, progress=None):
-    """Run the suite in an isolated child and write the record (rcompat.parity.record.record)."""
-    from rcompat.parity.record import record as run_record
+_EXPORTS = {
+    "record": "rcompat.parity.recording:record",
+    "RecordOptions": "rcompat.parity.recording:RecordOptions",
+    "compare": "rcompat.parity.comparison:compare",
+}
 
-    return run_record(options, progress)
+__all__ = list(_EXPORTS)
 
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
-def compare(path_a: str, path_b: str, rtol: float | None = None, atol: float | None = None):
-    """One finding per output of B against the reference A (rcompat.parity.compare.compare)."""
-    from rcompat.parity.compare import compare as run_compare
-
-    return run_compare(path_a, path_b, rtol=rtol, atol=atol)
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from rcompat.parity.comparison import compare  # noqa: F401
+    from rcompat.parity.recording import RecordOptions, record  # noqa: F401

@@ -77,7 +77,7 @@ def run_record(args: argparse.Namespace) -> int:
 
     from rcompat.errors import UsageError
     from rcompat.inputs import require_file
-    from rcompat.parity.record import RecordOptions, counts, record, summary_text
+    from rcompat.parity.recording import RecordOptions, counts, record, summary_text
     from rcompat.progress import progress_for
 
     for option in ("inputs", "cases", "python"):
@@ -96,6 +96,6 @@ def run_record(args: argparse.Namespace) -> int:
 
 def run_compare(args: argparse.Namespace) -> int:
     from rcompat.cli.common import emit_report
-    from rcompat.parity.compare import compare
+    from rcompat.parity.comparison import compare
 
     return emit_report(compare(args.a, args.b, rtol=args.rtol, atol=args.atol), args)

@@ -175,6 +175,6 @@ def _rules_table(rules) -> str:
         lines.append(f"    {rule.title}")
         lines.append(f"    source: {rule.source}")
         lines.append("")
-    from rcompat.render.text import wrap_page
+    from rcompat.renderers.text import wrap_page
 
     return wrap_page("\n".join(lines))

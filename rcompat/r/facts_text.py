@@ -52,6 +52,6 @@ def facts_text(facts: RFacts) -> str:
                                       "no tensorflow/keras/torch"))
     else:
         lines.append(f"reticulate python not determined ({ret.get('note') or ret.get('discover_error') or ret.get('method')})")
-    from rcompat.render.text import wrap_page
+    from rcompat.renderers.text import wrap_page
 
     return wrap_page("\n".join(lines)) + "\n"

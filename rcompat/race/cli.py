@@ -72,7 +72,7 @@ def run_race(args: argparse.Namespace) -> int:
 
 def _emit_with_prefix(report, args: argparse.Namespace, prefix: str) -> int:
     from rcompat.atomic import write_text_atomic
-    from rcompat.render import render
+    from rcompat.renderers import render
 
     strict = bool(getattr(args, "strict", False))
     write_text_atomic(args.output, prefix + render(report, args.format, verbose=args.verbose, strict=strict))

@@ -29,7 +29,7 @@ def render_text(result: "RaceResult") -> str:
     c = result.config
     header, rows = comparison_rows(result)
     devices = sorted({t.device for t in result.trials if t.device}) or [c["device"]]
-    from rcompat.render.text import wrap
+    from rcompat.renderers.text import wrap
 
     lines = wrap(f"rcompat race — device {', '.join(devices)}, {c['trials']} trial(s) x {c['workers']} worker(s) "
                  f"x {c['iterations']} iteration(s), seed {c['seed']}, R stack check "

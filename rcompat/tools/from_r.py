@@ -47,7 +47,7 @@ def host_is_r() -> bool:
 # -- calls from R -----------------------------------------------------------------------------------
 
 def doctor(areas: Any = None, timeout: float | None = None) -> str:
-    from rcompat.doctor import run_doctor
+    from rcompat.areas import run_doctor
 
     report = run_doctor(_as_list(areas), timeout=timeout)
     _add_host_r_version(report)

@@ -158,8 +158,8 @@ def _finding(api: Api, uses: list[dict]) -> Finding:
 def render_text(report: Report) -> str:
     """`file:line:col: LEVEL ID message; use … [confidence]`, then a one-line summary."""
     lines = []
-    from rcompat.render.escape import one_line
-    from rcompat.render.text import wrap
+    from rcompat.renderers.escape import one_line
+    from rcompat.renderers.text import wrap
 
     apis = [f for f in report.findings if f.id != "SCAN-CLEAN"]
     uses = [(f, use) for f in apis for use in f.evidence.get("uses", [])]

@@ -196,9 +196,9 @@ def change_lines(found: Iterable[Change]) -> list[str]:
 
 def render_text(report: Report) -> str:
     """Changes first (the diff a user reads), then each risky change with its reason and fix; wrapped
-    to 80 columns like every text report (rcompat.render.text.wrap), names escaped."""
-    from rcompat.render.escape import one_line, printable
-    from rcompat.render.text import DETAIL, wrap
+    to 80 columns like every text report (rcompat.renderers.text.wrap), names escaped."""
+    from rcompat.renderers.escape import one_line, printable
+    from rcompat.renderers.text import DETAIL, wrap
 
     facts = report.facts.get(AREA, {})
     lines = wrap(one_line(f"rcompat snapshot diff: {facts.get('old', {}).get('file')} → "

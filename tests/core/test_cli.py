@@ -7,7 +7,7 @@ import junitparser
 import pytest
 
 from rcompat.model import Finding, Report, Status
-from rcompat.render import render
+from rcompat.renderers import render
 
 
 def test_version_and_help(cli):
@@ -94,7 +94,7 @@ def test_check_that_raises_becomes_error_and_others_still_run(monkeypatch):
     import importlib
     import types
 
-    d = importlib.import_module("rcompat.doctor")  # the module, not the rcompat.doctor() function
+    d = importlib.import_module("rcompat.areas")  # the module, not the rcompat.doctor() function
 
     def boom(ctx):
         raise RuntimeError("probe exploded")

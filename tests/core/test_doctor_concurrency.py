@@ -12,7 +12,7 @@ import pytest
 
 from rcompat.model import Finding
 
-doctor = importlib.import_module("rcompat.doctor")  # the module, not the rcompat.doctor() function
+doctor = importlib.import_module("rcompat.areas")  # the module, not the rcompat.doctor() function
 
 
 def _fake_area(monkeypatch, name: str, delay: float, log: list):

@@ -105,11 +105,11 @@ LAYERS = {
                     [("rcompat.elf.abi",), ("rcompat.elf.patch",)],
                     [("rcompat.elf.checks", "rcompat.elf.targets")],  # the doctor's elf area
                     [("rcompat.elf.cli",)]],
-    "rcompat.upgrade": [[("rcompat.upgrade.image",)],
-                        [("rcompat.upgrade.inventory", "rcompat.upgrade.stack", "rcompat.upgrade.stack_checks",
-                          "rcompat.upgrade.side", "rcompat.upgrade.carried", "rcompat.upgrade.rebind",
-                          "rcompat.upgrade.frameworks", "rcompat.upgrade.findings")],  # the checks of the scan
-                        [("rcompat.upgrade.scan",)], [("rcompat.upgrade.cli",)]],
+    "rcompat.upgrade_scan": [[("rcompat.upgrade_scan.image",)],
+                        [("rcompat.upgrade_scan.inventory", "rcompat.upgrade_scan.stack", "rcompat.upgrade_scan.stack_checks",
+                          "rcompat.upgrade_scan.side", "rcompat.upgrade_scan.carried", "rcompat.upgrade_scan.rebind",
+                          "rcompat.upgrade_scan.frameworks", "rcompat.upgrade_scan.findings")],  # the checks of the scan
+                        [("rcompat.upgrade_scan.scan",)], [("rcompat.upgrade_scan.cli",)]],
 }
 
 
@@ -172,6 +172,21 @@ def test_the_downward_rule_sees_an_upward_import():
 
 def test_the_image_reader_imports_nothing_else_of_upgrade():
     graph = _imports(_modules())
-    outside = sorted(f"{m} imports {t}" for m, targets in graph.items() if m.startswith("rcompat.upgrade.image")
-                     for t, _ in targets if t.startswith("rcompat.upgrade") and not t.startswith("rcompat.upgrade.image"))
+    outside = sorted(f"{m} imports {t}" for m, targets in graph.items() if m.startswith("rcompat.upgrade_scan.image")
+                     for t, _ in targets if t.startswith("rcompat.upgrade_scan") and not t.startswith("rcompat.upgrade_scan.image"))
     assert outside == []
+
+
+def test_pyelftools_is_imported_only_by_the_build_reader_and_only_when_used():
+    """The bulk path (`elf symbols`, the resolver) must not pay pyelftools' import: one module reads
+    with it, inside its functions."""
+    found = []
+    for module, path in _modules().items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        top_level = set(map(id, tree.body))
+        for node in ast.walk(tree):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            if any(n == "elftools" or n.startswith("elftools.") for n in names):
+                found.append((module, "top level" if id(node) in top_level else "in a function"))
+    assert found and set(found) == {("rcompat.elf.read.build", "in a function")}

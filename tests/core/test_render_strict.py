@@ -10,7 +10,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from rcompat.model import Finding, Report, Status
-from rcompat.render import render
+from rcompat.renderers import render
 
 # A tar member name as os.fsdecode gives it: bytes \xff\xfe (not UTF-8), a newline, an escape sequence.
 NAME = os.fsdecode(b"lib/\xff\xfe") + "\nsecond line\x1b[31m.so"

@@ -5,7 +5,7 @@ import importlib.util
 
 import pytest
 
-from rcompat.doctor import run_doctor
+from rcompat.areas import run_doctor
 
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from rcompat.doctor import run_doctor
+from rcompat.areas import run_doctor
 
 REPO = Path(__file__).resolve().parents[2]
 

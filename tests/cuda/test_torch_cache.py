@@ -62,7 +62,7 @@ def test_no_cache_bypasses_it(cache_home, nv):
 
 def test_one_torch_child_answers_every_torch_question_of_a_doctor_run(cache_home, monkeypatch):
     from rcompat.cuda import torch_probe
-    from rcompat.doctor import run_doctor
+    from rcompat.areas import run_doctor
 
     started = []
     real = torch_probe.run_python_child

@@ -98,7 +98,7 @@ def test_elf_symbols_command_imports_no_heavy_or_unrelated_module(libs):
     assert json.loads(proc.stdout)  # the command really ran
     loaded = set(proc.stderr.split())
     assert "rcompat.elf.read.symbol_text" in loaded
-    unwanted = {"numpy", "pandas", "torch", "rpy2", "elftools", "rcompat.model", "rcompat.doctor", "rcompat.r",
+    unwanted = {"numpy", "pandas", "torch", "rpy2", "elftools", "rcompat.model", "rcompat.areas", "rcompat.r",
                 "rcompat.cuda", "rcompat.race", "rcompat.tools", "dataclasses"}
     assert loaded & unwanted == set()
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from rcompat.data import CONFIDENCE, load_toml
-from rcompat.parity.compare import array_stats
+from rcompat.parity.comparison import array_stats
 from rcompat.parity.tolerances import device_pair, environment_diff, tolerance_for
 
 
@@ -52,7 +52,7 @@ def test_environment_differences_are_ordered_by_likely_cause():
 
 
 def test_doctor_does_not_run_parity():
-    from rcompat.doctor import AREA_MODULES
+    from rcompat.areas import AREA_MODULES
 
     assert not any("parity" in name or "parity" in module for name, module in AREA_MODULES.items())
 

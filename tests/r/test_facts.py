@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from rcompat.doctor import Context
+from rcompat.areas import Context
 from rcompat.r import checks
 from rcompat.r.facts import probe
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from rcompat.doctor import Context
+from rcompat.areas import Context
 from rcompat.r import checks
 from rcompat.r.facts import probe
 from rcompat.r.rpy2_fit import advise, rpy2_rows

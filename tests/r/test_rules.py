@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from rcompat.doctor import Context
+from rcompat.areas import Context
 from rcompat.errors import DataError
 from rcompat.r import checks
 from rcompat.r.rules import evaluate, load_rules

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from rcompat.errors import UsageError
-from rcompat.upgrade.scan import upgrade
+from rcompat.upgrade_scan.scan import upgrade
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -229,8 +229,8 @@ def test_image_tarball_with_a_whiteout_layer_against_a_directory(tmp_path, roots
 def test_without_a_driver_the_driver_check_skips_with_what_to_do(roots):
     from rcompat.cuda.nvml import probe_nvml
     from rcompat.elf.link.root import Root
-    from rcompat.upgrade.stack import probe_stack
-    from rcompat.upgrade.stack_checks import driver_finding
+    from rcompat.upgrade_scan.stack import probe_stack
+    from rcompat.upgrade_scan.stack_checks import driver_finding
 
     if probe_nvml().status == "ok":
         pytest.skip("this machine has an NVIDIA driver: test_driver_of_this_machine covers it")
@@ -242,8 +242,8 @@ def test_without_a_driver_the_driver_check_skips_with_what_to_do(roots):
 def test_driver_of_this_machine(roots):
     from rcompat.cuda.nvml import probe_nvml
     from rcompat.elf.link.root import Root
-    from rcompat.upgrade.stack import probe_stack
-    from rcompat.upgrade.stack_checks import driver_finding
+    from rcompat.upgrade_scan.stack import probe_stack
+    from rcompat.upgrade_scan.stack_checks import driver_finding
 
     facts = probe_nvml()
     if facts.status != "ok":
@@ -258,7 +258,7 @@ def test_ids_are_unique_and_no_sentence_repeats(report):
     """docs/report-schema.md's id rule and issue 20.5, on the real upgrade report."""
     import collections
 
-    from rcompat.render import render
+    from rcompat.renderers import render
 
     ids = [f.id for f in report.findings]
     assert len(ids) == len(set(ids)), {i: n for i, n in collections.Counter(ids).items() if n > 1}

@@ -1,4 +1,4 @@
-"""rcompat.upgrade.image.source: images built here with tarfile in the real docker-save and OCI layouts, holding
+"""rcompat.upgrade_scan.image.source: images built here with tarfile in the real docker-save and OCI layouts, holding
 ELF objects compiled here with gcc; merged roots asserted entry by entry; hostile inputs refused with one
 line and nothing written outside the target."""
 from __future__ import annotations
@@ -18,7 +18,7 @@ import pytest
 
 from rcompat.errors import ImageError, UsageError
 from rcompat.progress import Progress
-from rcompat.upgrade.image.source import HOST_ENV, is_image, open_source
+from rcompat.upgrade_scan.image.source import HOST_ENV, is_image, open_source
 
 REPO = Path(__file__).resolve().parents[2]
 ENV = {"PATH": "/opt/conda/bin:/usr/bin", "LD_LIBRARY_PATH": "/usr/local/cuda/lib64", "CUDA_HOME": "/usr/local/cuda"}

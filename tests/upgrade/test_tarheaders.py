@@ -1,4 +1,4 @@
-"""rcompat.upgrade.image.tarheaders reads what tarfile reads, for every format an image writer uses, and leaves
+"""rcompat.upgrade_scan.image.tarheaders reads what tarfile reads, for every format an image writer uses, and leaves
 the rest to tarfile."""
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from rcompat.errors import ImageError
-from rcompat.upgrade.image.source import open_source
-from rcompat.upgrade.image.tarheaders import Unsupported, read_headers
+from rcompat.upgrade_scan.image.source import open_source
+from rcompat.upgrade_scan.image.tarheaders import Unsupported, read_headers
 
 LONG_DIR = "usr/lib/python3/dist-packages/" + "very-long-package-name-" * 6  # ~170 characters
 

@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Iterable, Sequence
 from rcompat.elf.abi.impact import assess_dependent
 from rcompat.elf.abi.results import FUNCTION_TYPES, VARIABLE_TYPES, AbiDiff, Exports, SymbolChange
 from rcompat.elf.errors import ElfError
-from rcompat.elf.read.reader import SHN_ABS, VER_FLG_BASE, ElfImage
+from rcompat.elf.read.format import SHN_ABS, VER_FLG_BASE
+from rcompat.elf.read.reader import ElfImage
 from rcompat.elf.read.symindex import EXPORTED_BINDS, EXPORTED_VISIBILITIES
 
 if TYPE_CHECKING:

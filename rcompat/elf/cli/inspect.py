@@ -106,12 +106,24 @@ def _symbols(args) -> int:
 def _deps(args) -> int:
     from rcompat.elf.link.resolve import deps
 
+    from rcompat.elf.link.cxx_abi import resolution_build_facts, string_abi_mismatches
+
     res = deps(args.lib, ld_library_path=args.ld_library_path, root=args.root)
+    facts = resolution_build_facts(res)
+    mismatches = string_abi_mismatches(res, facts)
     if args.format == "json":
-        _json(res.to_dict())
+        out = res.to_dict()
+        for entry, built in zip(out["load_order"], facts):
+            entry["build"] = built.to_dict() if built is not None else None
+        out["cxx_abi_mismatches"] = [m.to_dict() for m in mismatches]
+        _json(out)
     else:
-        sys.stdout.write("\n".join(res.tree_lines(show_reused=args.all)) + "\n")
-    return EXIT_FINDING if res.missing else EXIT_OK
+        lines = res.tree_lines(show_reused=args.all) + ["", "built with:"]
+        lines += [f"  {node.info.name}: {built.summary() if built else 'build notes unreadable'}"
+                  for node, built in zip(res.nodes, facts)]
+        lines += [f"C++ ABI MISMATCH: {m.message()}" for m in mismatches]
+        sys.stdout.write("\n".join(lines) + "\n")
+    return EXIT_FINDING if res.missing or mismatches else EXIT_OK
 
 
 def _missing(args) -> int:

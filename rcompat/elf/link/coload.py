@@ -281,9 +281,3 @@ def matching_versions(versions: "dict[str, str] | None") -> list[str]:
     except Exception:  # noqa: BLE001 - a table problem must not hide the prediction
         return out
     return out
-
-
-# `rcompat.elf.link.coload` names both this module and the package's function coload(): calling either runs coload (rcompat.callable_module)
-from rcompat.callable_module import make_callable  # noqa: E402
-
-make_callable(__name__, "coload")

@@ -26,7 +26,7 @@ import struct
 
 from rcompat.elf.errors import ElfError
 from rcompat.elf.link.ldcache import CACHE_ABI, FLAG_ELF_LIBC6, CacheEntry, LdCache
-from rcompat.elf.read.reader import DT_SONAME, EHDR_FORMATS, ELF_MAGIC
+from rcompat.elf.read.format import DT_SONAME, EHDR_FORMATS, ELF_MAGIC
 
 # Loader defaults per (e_machine, class): multiarch triplet, $PLATFORM, non-multiarch lib dir name.
 # Source: glibc sysdeps/*/dl-machine.h (platform), Debian multiarch tuples, `ld.so --help` here.

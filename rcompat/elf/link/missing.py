@@ -234,9 +234,3 @@ def implied_hosts(paths, resolver: Resolver) -> list[str]:
         for row, objects in needs_by_row(bind_all(res, [res.root_index])[1]).items():
             needers.setdefault(row, set()).update(objects)
     return hosts_for(needers, resolver.root)[0]
-
-
-# `rcompat.elf.link.missing` names both this module and the package's function missing(): calling either runs missing (rcompat.callable_module)
-from rcompat.callable_module import make_callable  # noqa: E402
-
-make_callable(__name__, "missing")

@@ -10,7 +10,7 @@ from rcompat.elf.patch.layout import Layout
 from rcompat.elf.patch.results import ByteRun, PatchDiff, SectionRow, SymbolMove
 
 if TYPE_CHECKING:
-    from rcompat.elf.read.reader import Section
+    from rcompat.elf.read.format import Section
 
 _SYMBOL_TABLES = {".dynsym", ".symtab", ".dynstr", ".strtab"}
 

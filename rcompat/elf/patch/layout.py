@@ -13,7 +13,8 @@ from functools import cached_property
 
 import numpy as np
 
-from rcompat.elf.read.reader import SHN_LORESERVE, ElfImage, Section
+from rcompat.elf.read.format import SHN_LORESERVE, Section
+from rcompat.elf.read.reader import ElfImage
 
 SHF_ALLOC = 0x2
 _SYMBOL_TYPES = (1, 2, 6, 10)  # OBJECT, FUNC, TLS, GNU_IFUNC: things with bytes of their own

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from rcompat.elf.read.reader import Section
+from rcompat.elf.read.format import Section
 
 
 @dataclass

@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from rcompat.cache import file_identity
-from rcompat.elf.read.reader import DT_FLAGS_1, ElfImage
+from rcompat.elf.read.format import DT_FLAGS_1
+from rcompat.elf.read.reader import ElfImage
 
 DF_1_NODEFLIB = 0x800
 

@@ -159,7 +159,7 @@ def _json_head(syms, key: int, dumps) -> str:
 
 def _json_middle(syms, key: int, dumps) -> str:
     """',"type":…,"decorated":"' of the rows with this key."""
-    from rcompat.elf.read.reader import BIND_OF_INFO, TYPE_OF_INFO, VISIBILITY_OF_OTHER
+    from rcompat.elf.read.format import BIND_OF_INFO, TYPE_OF_INFO, VISIBILITY_OF_OTHER
 
     info, other, ndx = key & 0xFF, key >> 8 & 0xFF, key >> 16 & 0xFFFF
     return (f',"type":{dumps(TYPE_OF_INFO[info])},"bind":{dumps(BIND_OF_INFO[info])},'

@@ -18,8 +18,9 @@ from collections import namedtuple
 from collections.abc import Iterator, Sequence
 from operator import and_, itemgetter, not_, or_
 
-from rcompat.elf.read.reader import (BIND_OF_INFO, SHN_ABS, SHN_COMMON, SHN_LORESERVE, SHN_UNDEF, TYPE_OF_INFO,
-                                     VERSYM_HIDDEN, VISIBILITY_OF_OTHER, ElfImage, RawSymbols)
+from rcompat.elf.read.format import (BIND_OF_INFO, SHN_ABS, SHN_COMMON, SHN_LORESERVE, SHN_UNDEF, TYPE_OF_INFO,
+                                     VERSYM_HIDDEN, VISIBILITY_OF_OTHER, RawSymbols)
+from rcompat.elf.read.reader import ElfImage
 from rcompat.elf.read.symbol_text import decorate
 
 SHF_WRITE, SHF_ALLOC, SHF_EXECINSTR = 0x1, 0x2, 0x4
@@ -301,9 +302,3 @@ def _letter(typ: str, bind: str, ndx: int, by_section: list[str]) -> str:
     else:
         c = "?"
     return c.upper() if bind == "GLOBAL" else c
-
-
-# `rcompat.elf.read.symbols` names both this module and the package's function symbols(): calling either runs symbols (rcompat.callable_module)
-from rcompat.callable_module import make_callable  # noqa: E402
-
-make_callable(__name__, "symbols")

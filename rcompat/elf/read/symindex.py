@@ -25,7 +25,8 @@ from typing import Iterator
 
 from rcompat import cache
 from rcompat.elf.errors import ElfError
-from rcompat.elf.read.reader import SHN_UNDEF, ElfImage
+from rcompat.elf.read.format import SHN_UNDEF
+from rcompat.elf.read.reader import ElfImage
 
 # What another object can bind to (also the exported ABI of rcompat.elf.abi.diff).
 EXPORTED_BINDS = frozenset({"GLOBAL", "WEAK", "GNU_UNIQUE"})

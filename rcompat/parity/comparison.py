@@ -185,9 +185,3 @@ def _stats_finding(fid: str, name: str, s: dict[str, Any], tol: Tolerance, preci
 
 def _index_text(index: list[int]) -> str:
     return "[" + ", ".join(map(str, index)) + "]" if index else "[] (a scalar)"
-
-
-# `rcompat.parity.compare` names both this module and the package's function compare(): calling either runs compare (rcompat.callable_module)
-from rcompat.callable_module import make_callable  # noqa: E402
-
-make_callable(__name__, "compare")

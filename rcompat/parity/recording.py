@@ -215,9 +215,3 @@ def summary_text(rec: ParityRecord, verbose: bool = False) -> str:
     lines.append(f"summary: {c['ok']} ok, {c['error']} error, {c['skip']} skip ({len(rec.outputs)} outputs)"
                  + (f"; skipped: {'; '.join(sorted(s for s in skipped if s))}" if skipped else ""))
     return "\n".join(lines) + "\n"
-
-
-# `rcompat.parity.record` names both this module and the package's function record(): calling either runs record (rcompat.callable_module)
-from rcompat.callable_module import make_callable  # noqa: E402
-
-make_callable(__name__, "record")

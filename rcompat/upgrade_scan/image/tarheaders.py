@@ -6,7 +6,7 @@ buildkit uses a small part of the format: ustar headers, pax records for long or
 sizes, GNU long names. Those are read here, one pread per header; anything else (GNU sparse files, pax
 global headers, base-256 numbers, a checksum only tarfile's signed sum accepts, an unknown type) raises
 Unsupported, and the caller walks the layer with tarfile instead. Member names are not trusted here:
-rcompat.upgrade.image.safety judges them.
+rcompat.upgrade_scan.image.safety judges them.
 """
 from __future__ import annotations
 

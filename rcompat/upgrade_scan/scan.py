@@ -15,15 +15,15 @@ import shutil
 from rcompat.errors import UsageError
 from rcompat.model import Finding, Report, Status
 from rcompat.progress import disabled
-from rcompat.upgrade.side import SharedIndexes, Side, overlay
+from rcompat.upgrade_scan.side import SharedIndexes, Side, overlay
 
 AREA = "upgrade"
 
 
 def upgrade(old: str, new: str, *, driver: str | None = None, carry: "list[str] | tuple" = (),
             extract: str | None = None, progress=None) -> Report:
-    """Compare root filesystems / images OLD and NEW (see rcompat.upgrade.image.source for what they may be)."""
-    from rcompat.upgrade.image.source import is_image, open_source
+    """Compare root filesystems / images OLD and NEW (see rcompat.upgrade_scan.image.source for what they may be)."""
+    from rcompat.upgrade_scan.image.source import is_image, open_source
 
     prog = progress if progress is not None else disabled()
     if extract and not (is_image(old) or is_image(new)):
@@ -58,7 +58,7 @@ class _Extraction:
     could not be read is half an answer, and blocks the rerun ("not empty")."""
 
     def __init__(self, extract: str) -> None:
-        from rcompat.upgrade.image.source import outermost_missing
+        from rcompat.upgrade_scan.image.source import outermost_missing
 
         self.top = outermost_missing(extract)  # made by this run: removed whole on failure
         self.filled: list[tuple[str, bool]] = []  # (target, whether it existed, empty, before)
@@ -68,7 +68,7 @@ class _Extraction:
 
     def __exit__(self, exc_type, exc, tb) -> bool:
         if exc_type is not None:
-            from rcompat.upgrade.image.source import discard_extracted
+            from rcompat.upgrade_scan.image.source import discard_extracted
 
             if self.top:
                 shutil.rmtree(self.top, ignore_errors=True)
@@ -81,8 +81,8 @@ class _Extraction:
 def _side(name: str, src, known=None) -> Side:
     """`known`: the inventory of the other side when both are the same root (`/` against `/`)."""
     from rcompat.elf.link.root import Root
-    from rcompat.upgrade.inventory import inventory
-    from rcompat.upgrade.stack import probe_stack
+    from rcompat.upgrade_scan.inventory import inventory
+    from rcompat.upgrade_scan.stack import probe_stack
 
     root = Root(src.root)
     env = dict(src.env or {})
@@ -93,11 +93,11 @@ def _side(name: str, src, known=None) -> Side:
 
 def scan_sides(old: Side, new: Side, *, driver: str | None = None, carry=(), progress=None) -> list[Finding]:
     from rcompat.elf.errors import ElfError
-    from rcompat.upgrade import carried as carried_mod
-    from rcompat.upgrade import findings, frameworks
-    from rcompat.upgrade.inventory import identical_objects
-    from rcompat.upgrade.rebind import rebind
-    from rcompat.upgrade.stack_checks import driver_finding, stack_findings
+    from rcompat.upgrade_scan import carried as carried_mod
+    from rcompat.upgrade_scan import findings, frameworks
+    from rcompat.upgrade_scan.inventory import identical_objects
+    from rcompat.upgrade_scan.rebind import rebind
+    from rcompat.upgrade_scan.stack_checks import driver_finding, stack_findings
 
     prog = progress if progress is not None else disabled()
     out = [Finding("UPGRADE-ROOTS", AREA, Status.OK, f"OLD {old.label} → NEW {new.label}",
@@ -129,6 +129,7 @@ def scan_sides(old: Side, new: Side, *, driver: str | None = None, carry=(), pro
             how = "--carry" if inside in carried.mapped else "identical"
             rebindings.append(rebind(inside, how, old, mapped_new if how == "--carry" else new, indexes))
     out += findings.carried_findings(carried, rebindings)
+    out += findings.cxx_abi_findings(rebindings)
     with prog.step("NEW's frameworks"):
         out += findings.needed_findings(frameworks.newly_needed(old, new))
         try:

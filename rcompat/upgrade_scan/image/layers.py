@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 from fnmatch import translate
 
 from rcompat.errors import ImageError
-from rcompat.upgrade.image.manifest import Blob, LayerRef, check_digest, new_hasher
-from rcompat.upgrade.image.safety import RootWriter, member_parts, rel
-from rcompat.upgrade.image.tarheaders import Unsupported, expect_zeros, read_headers
+from rcompat.upgrade_scan.image.manifest import Blob, LayerRef, check_digest, new_hasher
+from rcompat.upgrade_scan.image.safety import RootWriter, member_parts, rel
+from rcompat.upgrade_scan.image.tarheaders import Unsupported, expect_zeros, read_headers
 
 # Besides ELF objects, the files the upgrade scan reads (paths inside the root; `*` also crosses '/').
 METADATA_PATTERNS = (
@@ -210,7 +210,7 @@ def _is_elf_object(member: tarfile.TarInfo, head) -> bool:
 
 
 def _in_place(window: io.BufferedReader, blob: Blob):
-    """Members of an uncompressed layer: headers walked (in bulk where rcompat.upgrade.image.tarheaders can),
+    """Members of an uncompressed layer: headers walked (in bulk where rcompat.upgrade_scan.image.tarheaders can),
     data read once, if kept, straight from the file."""
     try:
         members = read_headers(blob.fd, blob.offset, blob.size)

@@ -10,8 +10,8 @@ import os
 import posixpath
 from dataclasses import dataclass, field
 
-from rcompat.upgrade.inventory import ElfFile, Inventory
-from rcompat.upgrade.stack import Stack, driver_libraries
+from rcompat.upgrade_scan.inventory import ElfFile, Inventory
+from rcompat.upgrade_scan.stack import Stack, driver_libraries
 
 
 @dataclass
@@ -53,7 +53,7 @@ def lacking(res) -> list:
 
 def overlay(side: Side, files: "dict[str, str]") -> Side:
     """`side` with OLD's files laid over its root at their in-root paths (in-root path -> host path),
-    copying nothing: what --carry means (see rcompat.upgrade.carried)."""
+    copying nothing: what --carry means (see rcompat.upgrade_scan.carried)."""
     from rcompat.elf.link.root import Root
 
     class OverlayRoot(Root):

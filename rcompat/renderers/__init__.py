@@ -11,20 +11,13 @@ FORMATS = ("text", "json", "markdown", "junit")
 def render(report, fmt: str = "text", **options: Any) -> str:
     fmt = (fmt or "text").lower()
     if fmt == "text":
-        from rcompat.render.text import render_text as fn
+        from rcompat.renderers.text import render_text as fn
     elif fmt == "json":
-        from rcompat.render.json_ import render_json as fn
+        from rcompat.renderers.json_ import render_json as fn
     elif fmt in ("markdown", "md"):
-        from rcompat.render.markdown import render_markdown as fn
+        from rcompat.renderers.markdown import render_markdown as fn
     elif fmt in ("junit", "xml"):
-        from rcompat.render.junit import render_junit as fn
+        from rcompat.renderers.junit import render_junit as fn
     else:
         raise UsageError(f"unknown format '{fmt}'; choose from: {', '.join(FORMATS)}")
     return fn(report, **options)
-
-
-# `rcompat.render` names both this package and the package function rcompat.render(report, fmt):
-# calling either renders (rcompat.callable_module).
-from rcompat.callable_module import make_callable  # noqa: E402
-
-make_callable(__name__, "render")

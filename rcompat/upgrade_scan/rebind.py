@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from rcompat.upgrade.side import SharedIndexes, Side, lacking
+from rcompat.upgrade_scan.side import SharedIndexes, Side, lacking
 
 
 @dataclass
@@ -50,6 +50,7 @@ class Rebinding:
     unbound: list[Unbound] = field(default_factory=list)
     unmet: list[UnmetVersion] = field(default_factory=list)
     pre_missing: list[MissingLib] = field(default_factory=list)  # the same in OLD
+    cxx_abi: list = field(default_factory=list)  # AbiMismatch in NEW that OLD did not have
     pre_unbound: list[Unbound] = field(default_factory=list)
     pre_unmet: list[UnmetVersion] = field(default_factory=list)
     bound: int = 0
@@ -71,11 +72,12 @@ class Rebinding:
                 "unmet_versions": [u.__dict__ for u in self.unmet],
                 "pre_existing": {"missing_libraries": [m.__dict__ for m in self.pre_missing],
                                  "undefined_symbols": [u.__dict__ for u in self.pre_unbound],
-                                 "unmet_versions": [u.__dict__ for u in self.pre_unmet]}}
+                                 "unmet_versions": [u.__dict__ for u in self.pre_unmet]},
+                "cxx_abi_mismatches": [m.to_dict() for m in self.cxx_abi]}
 
 
 def rebind(inside: str, how: str, old: Side, new: Side, indexes: SharedIndexes) -> Rebinding:
-    """`new` may be NEW with OLD's --carry objects laid over it (rcompat.upgrade.side.overlay)."""
+    """`new` may be NEW with OLD's --carry objects laid over it (rcompat.upgrade_scan.side.overlay)."""
     new_res = new.resolve(inside)
     old_res = old.resolve(inside)
     out = Rebinding(inside, how, old.inventory.objects[inside].host)
@@ -87,7 +89,20 @@ def rebind(inside: str, how: str, old: Side, new: Side, indexes: SharedIndexes) 
         (out.pre_missing if m.name in old_missing else out.missing).append(lib)
     _versions(out, old_res, new_res, old, new)
     _symbols(out, old_res, new_res, old, new, indexes)
+    _string_abi(out, old_res, new_res)
     return out
+
+
+def _string_abi(out: Rebinding, old_res, new_res) -> None:
+    """Dependency edges of the object whose ends use different std::string ABIs in NEW and did not in OLD
+    (compared by file name: the same pair of libraries, wherever each root keeps them)."""
+    from rcompat.elf.link.cxx_abi import string_abi_mismatches
+
+    def pair(m):
+        return os.path.basename(m.library), os.path.basename(m.dependency)
+
+    before = {pair(m) for m in string_abi_mismatches(old_res)}
+    out.cxx_abi = [m for m in string_abi_mismatches(new_res) if pair(m) not in before]
 
 
 def _versions(out: Rebinding, old_res, new_res, old: Side, new: Side) -> None:

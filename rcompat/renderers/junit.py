@@ -12,7 +12,7 @@ import json
 import xml.etree.ElementTree as ET
 
 from rcompat.model import Report, Status
-from rcompat.render.escape import xml_text
+from rcompat.renderers.escape import xml_text
 
 
 def render_junit(report: Report, strict: bool = False, **_: object) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from rcompat.model import Finding, Status
-from rcompat.upgrade.stack import Stack
+from rcompat.upgrade_scan.stack import Stack
 
 AREA = "upgrade"
 SOURCE_STACK = "rcompat upgrade: stack read from files (version nodes, dist-info, DESCRIPTION)"

@@ -5,19 +5,35 @@ from __future__ import annotations
 import os
 
 from rcompat.model import Finding, Status
-from rcompat.upgrade.stack_checks import slug
+from rcompat.upgrade_scan.stack_checks import slug
 
 AREA = "upgrade"
 SOURCE_REBIND = "rcompat upgrade: static rebinding (ld.so rules: glibc elf/dl-load.c, dl-lookup.c, dl-version.c)"
 SOURCE_NEEDED = "rcompat upgrade: NEW's framework libraries resolved inside NEW (ld.so search rules)"
-SOURCE_COLOAD = "rcompat upgrade: co-loading prediction (rcompat.elf.link.coload) inside NEW"
-SOURCE_ABI = "rcompat upgrade: exported-ABI diff (rcompat.elf.abi.diff, counted like abidiff) with the carried objects as users"
+SOURCE_COLOAD = "rcompat upgrade: co-loading prediction (rcompat.elf.coload) inside NEW"
+SOURCE_ABI = "rcompat upgrade: exported-ABI diff (rcompat.elf.abi, counted like abidiff) with the carried objects as users"
 SHOWN = 8  # names listed in a message; the evidence holds them all
 
 
 def _listed(items: list[str], shown: int = SHOWN) -> str:
     more = f" and {len(items) - shown} more" if len(items) > shown else ""
     return "; ".join(items[:shown]) + more
+
+
+def cxx_abi_findings(rebindings: list) -> list[Finding]:
+    """UPGRADE-CXX-ABI: a carried object that, in NEW, links to a library built for the other
+    std::string ABI (the mismatch its missing symbols, if any, come from)."""
+    from rcompat.elf.link.cxx_abi import SOURCE
+
+    pairs = [m for rb in rebindings for m in rb.cxx_abi]
+    if not pairs:
+        return []
+    return [Finding("UPGRADE-CXX-ABI", AREA, Status.FAIL,
+                    f"{len(pairs)} carried object(s) would load a library built for another C++ std::string ABI",
+                    message=pairs[0].message(),
+                    remedy="Rebuild the carried object against NEW with NEW's ABI (-D_GLIBCXX_USE_CXX11_ABI=1 for "
+                           "the C++11 std::string, =0 for the old one), or keep the library it was built with.",
+                    evidence={"mismatches": [m.to_dict() for m in pairs]}, source=SOURCE, confidence="high")]
 
 
 def carried_findings(carried, rebindings: list) -> list[Finding]:

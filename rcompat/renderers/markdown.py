@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 
 from rcompat.model import Report, Status
-from rcompat.render.escape import one_line, printable
+from rcompat.renderers.escape import one_line, printable
 
 _ICON = {Status.OK: "✅ ok", Status.WARN: "⚠️ warn", Status.FAIL: "❌ fail", Status.SKIP: "⏭️ skip",
          Status.ERROR: "💥 error"}

@@ -2,7 +2,7 @@
 
 Lines fit the terminal (`output_width()`: its width, 80 when the output is not a terminal). A word
 longer than a line (a path, a mangled symbol) is never cut: it goes on a line of its own, so it can be
-copied whole. Names are shown escaped (rcompat.render.escape): a newline or control byte in a name
+copied whole. Names are shown escaped (rcompat.renderers.escape): a newline or control byte in a name
 cannot split or paint a line.
 """
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 
 from rcompat.model import SEVERITY, Report, Status
-from rcompat.render.escape import one_line, printable
+from rcompat.renderers.escape import one_line, printable
 
 _COLOURS = {Status.OK: "32", Status.WARN: "33", Status.FAIL: "31", Status.SKIP: "36", Status.ERROR: "35"}
 _LABEL = {Status.OK: "OK", Status.WARN: "WARN", Status.FAIL: "FAIL", Status.SKIP: "SKIP", Status.ERROR: "ERROR"}

@@ -9,7 +9,7 @@
   image config).
 - an image: a `docker save` / `podman save` tarball (docker-archive, docker >= 25's OCI-inside, or
   oci-archive), an OCI image layout directory, or an unpacked `docker save`. Its layers are merged into
-  a temporary directory holding only what the scan reads (rcompat.upgrade.image.layers), deleted when the
+  a temporary directory holding only what the scan reads (rcompat.upgrade_scan.image.layers), deleted when the
   `with` block ends, also on an error or Ctrl-C. `extract=DIR` materialises everything into DIR instead
   (DIR must be empty or absent) and keeps it. A tarball holding several images: `FILE@TAG` picks one;
   without it the first is read and `notes` says so.
@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 from typing import Iterator
 
 from rcompat.errors import ImageError, UsageError
-from rcompat.upgrade.image.layers import Tally, apply_layer, human_size
-from rcompat.upgrade.image.manifest import DirContainer, TarContainer, is_image_dir, read_image
-from rcompat.upgrade.image.safety import RootWriter, is_empty_dir
+from rcompat.upgrade_scan.image.layers import Tally, apply_layer, human_size
+from rcompat.upgrade_scan.image.manifest import DirContainer, TarContainer, is_image_dir, read_image
+from rcompat.upgrade_scan.image.safety import RootWriter, is_empty_dir
 
 # This machine's variables that steer which libraries load (what an image's config Env would say).
 HOST_ENV = ("PATH", "LD_LIBRARY_PATH", "LD_PRELOAD", "CUDA_HOME", "CUDA_PATH", "CUDA_VISIBLE_DEVICES",

@@ -20,8 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from rcompat.errors import UsageError
-from rcompat.upgrade.inventory import ElfFile, object_at
-from rcompat.upgrade.side import Side, lacking
+from rcompat.upgrade_scan.inventory import ElfFile, object_at
+from rcompat.upgrade_scan.side import Side, lacking
 
 
 @dataclass

@@ -12,8 +12,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from rcompat.upgrade.side import SharedIndexes, Side
-from rcompat.upgrade.stack import driver_libraries
+from rcompat.upgrade_scan.side import SharedIndexes, Side
+from rcompat.upgrade_scan.stack import driver_libraries
 
 
 @dataclass

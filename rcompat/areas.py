@@ -198,10 +198,3 @@ def _boundary_error(area: str, check_id: str, title: str, exc: BaseException) ->
                "and report the traceback.",
         evidence={"exception": type(exc).__name__,
                   "traceback": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-4000:]})
-
-
-# `rcompat.doctor` names both this module and the package's function doctor(): calling either runs the
-# doctor (rcompat.callable_module).
-from rcompat.callable_module import make_callable  # noqa: E402
-
-make_callable(__name__, "run_doctor")

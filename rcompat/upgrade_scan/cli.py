@@ -1,4 +1,4 @@
-"""`rcompat upgrade OLD NEW`: argument parsing only; the scan is rcompat.upgrade.scan."""
+"""`rcompat upgrade OLD NEW`: argument parsing only; the scan is rcompat.upgrade_scan.scan."""
 from __future__ import annotations
 
 from rcompat.cli.common import add_quiet_option, add_report_options
@@ -36,7 +36,7 @@ def register(sub) -> None:
 def _run(args) -> int:
     from rcompat.cli.common import emit_report
     from rcompat.progress import progress_for
-    from rcompat.upgrade.scan import upgrade
+    from rcompat.upgrade_scan.scan import upgrade
 
     with progress_for(args, "rcompat upgrade") as prog:
         report = upgrade(args.old, args.new, driver=args.driver, carry=args.carry, extract=args.extract,
