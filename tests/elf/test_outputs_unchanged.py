@@ -75,7 +75,9 @@ def _normalised(value):
         return [_normalised(v) for v in value
                 if not (isinstance(v, dict) and str(v.get("id", "")).startswith(ITEM4_IDS))]
     if isinstance(value, str):
-        return TEMP_DIR.sub("rcompat-c17-TEMP", value)
+        # phase 1's module rename turned the ABI-drift finding's source into "rcompat.elf.abi.diff"
+        # (so BASE has it); the finished layout says "rcompat.elf.abi" again, as 0196978 did
+        return TEMP_DIR.sub("rcompat-c17-TEMP", value).replace("rcompat.elf.abi.diff,", "rcompat.elf.abi,")
     return value
 
 

@@ -76,6 +76,11 @@ def by_id(report, fid):
     return [f for f in report.findings if f.id == fid]
 
 
+def breaks_of(report):
+    """The per-object UPGRADE-CARRIED-BREAKS-<OBJECT> findings (one id per carried object)."""
+    return [f for f in report.findings if f.id.startswith("UPGRADE-CARRIED-BREAKS-")]
+
+
 def test_libR_of_r45_lacks_the_entry_points(r45_root):
     from rcompat.elf.read.symbols import symbols
 
@@ -91,7 +96,7 @@ def test_upgrade_fails_the_package_on_the_removed_symbol(move, carried):
     assert carried_summary.status is Status.FAIL, carried_summary.title
     # the root's own R packages byte-identical to this machine's (rappdirs) are carried too, and bind
     assert re.fullmatch(r"1 of \d+ carried objects fail to load in NEW", carried_summary.title), carried_summary.title
-    breaks = {f.evidence["object"]: f for f in by_id(move, "UPGRADE-CARRIED-BREAKS")}
+    breaks = {f.evidence["object"]: f for f in breaks_of(move)}
     assert set(breaks) == {str(carried["so"])}
     finding = breaks[str(carried["so"])]
     assert "MISSING (provided in OLD by libR.so)" in finding.message
@@ -116,7 +121,7 @@ def test_real_r45_refuses_the_package_on_the_same_symbol(move, carried, tier, r4
     assert done.returncode != 0, done.stdout
     loader = re.search(r"(\S+legacyapi\.so): undefined symbol: (\w+)", done.stderr)
     assert loader, done.stderr
-    [finding] = by_id(move, "UPGRADE-CARRIED-BREAKS")
+    [finding] = breaks_of(move)
     assert f"ld.so would say: {loader.group(1)}: undefined symbol: {loader.group(2)}" in finding.message
     # and R 4.2 on this machine loads the very same build
     here = subprocess.run(["Rscript", "-e", f"library(legacyapi, lib.loc = '{lib}'); cat(legacy_missing())"],
@@ -147,7 +152,7 @@ def test_a_python_311_extension_in_313_fails_on_the_removed_c_api(extensions, ti
 
     removed, kept = extensions["pyext_removed"], extensions["pyext"]
     report = rcompat.upgrade("/", str(r45_root), carry=[str(removed), str(kept)])
-    breaks = {f.evidence["object"]: f for f in by_id(report, "UPGRADE-CARRIED-BREAKS")}
+    breaks = {f.evidence["object"]: f for f in breaks_of(report)}
     assert set(breaks) == {str(removed)}  # pyext.so's PyModule_Create2/PyLong_FromLong bind in 3.13
     finding = breaks[str(removed)]
     assert [u["name"] for u in finding.evidence["undefined_symbols"]] == ["PyUnicode_AsUnicode"]
