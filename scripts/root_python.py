@@ -24,8 +24,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 WHEELHOUSE_VERSION = "1"
 TORCH_REQUIREMENT = "torch==2.13.0"
@@ -37,8 +37,7 @@ class PythonUnavailable(RuntimeError):
     """No host Python with headers and a torch wheel on disk: the race tier skips, saying why."""
 
 
-@dataclass(frozen=True)
-class HostPython:
+class HostPython(NamedTuple):
     prefix: str          # the install, bound at the same path inside the root
     executable: str      # prefix/bin/pythonX.Y
     version: str         # 3.11.7
