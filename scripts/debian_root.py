@@ -262,7 +262,8 @@ m -t tmpfs -o mode=1777 tmpfs "$root/dev/shm"
 while [ "$1" != "--" ]; do
     mkdir -p "$root$2" || { echo "rcompat-root: cannot create $2 in the root" >&2; exit 125; }
     m --bind "$1" "$root$2"
-    shift 2
+    if [ "$3" = ro ]; then m -o remount,bind,ro "$root$2"; fi
+    shift 3
 done
 shift
 # Not exec: the first process of a PID namespace ignores signals it has no handler for, so the
@@ -271,14 +272,16 @@ chroot "$root" "$@"
 """
 
 
-def _chroot_argv(root: Path, argv: list[str], binds: dict | None = None) -> list[str]:
+def _chroot_argv(root: Path, argv: list[str], binds: dict | None = None,
+                 read_only_binds: dict | None = None) -> list[str]:
     pairs = []
-    for host, inside in (binds or {}).items():
+    for (host, inside), mode in [(b, "rw") for b in (binds or {}).items()] + \
+                                [(b, "ro") for b in (read_only_binds or {}).items()]:
         if not Path(host).exists():
             raise RootError(f"cannot bind {host} into the root: no such file or directory")
         if not str(inside).startswith("/"):
             raise RootError(f"bind target {inside!r} must be an absolute path inside the root")
-        pairs += [str(host), str(inside)]
+        pairs += [str(host), str(inside), mode]
     return ["unshare", "--mount", "--propagation", "private", "--pid", "--fork", "--kill-child", "--", "sh", "-c",
             _NAMESPACE_SCRIPT, "rcompat-root", str(root), *pairs, "--", *argv]
 
@@ -304,16 +307,17 @@ def _die_with_parent() -> None:
 
 
 def run_in_root(root: Path, argv: list[str], env: dict | None = None, timeout: float = 600,
-                binds: dict | None = None, input: str | None = None) -> subprocess.CompletedProcess:
+                binds: dict | None = None, input: str | None = None,
+                read_only_binds: dict | None = None) -> subprocess.CompletedProcess:
     """Run argv chrooted into `root` with a clean environment (env adds to PATH/HOME/LANG), /proc,
-    /sys, /dev and `binds` ({host path: path inside}) mounted for this command only. Text output is
+    /sys, /dev, `binds` and `read_only_binds` ({host path: path inside}) mounted for this command only. Text output is
     captured; a command killed by signal N exits 128+N, as in a shell. On timeout every process of
     the command is killed and subprocess.TimeoutExpired raised."""
     root = Path(root)
     if not (root / ".rcompat-root-complete").is_file():
         raise RootError(f"{root} is not a complete rcompat root (its build did not finish)")
     full_env = _root_env(env)
-    proc = subprocess.Popen(_chroot_argv(root, list(argv), binds), stdin=subprocess.PIPE,
+    proc = subprocess.Popen(_chroot_argv(root, list(argv), binds, read_only_binds), stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=full_env,
                             start_new_session=True, preexec_fn=_die_with_parent)
     try:

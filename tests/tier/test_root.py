@@ -90,6 +90,16 @@ def test_failing_command_leaves_nothing_mounted(debian_root, tier_root, tmp_path
     assert host_mounts_under(tier_root) == []
 
 
+def test_read_only_bind_reads_but_refuses_writes(debian_root, tier_root, tmp_path):
+    """How the race tier lends the host's Python to the root: readable, never written."""
+    (tmp_path / "marker").write_text("read-only\n")
+    proc = debian_root.run_in_root(tier_root, ["sh", "-c", "cat /mnt/ro/marker; touch /mnt/ro/new"],
+                                   read_only_binds={str(tmp_path): "/mnt/ro"})
+    assert proc.stdout == "read-only\n" and proc.returncode != 0 and "Read-only file system" in proc.stderr
+    assert not (tmp_path / "new").exists()
+    assert host_mounts_under(tier_root) == []
+
+
 def test_crash_and_timeout_leave_nothing_mounted(debian_root, tier_root):
     proc = debian_root.run_in_root(tier_root, ["Rscript", "-e", "invisible(.Call('R_nonexistent'))"])
     assert proc.returncode != 0 and "R_nonexistent" in proc.stderr
