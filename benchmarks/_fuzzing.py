@@ -69,6 +69,15 @@ def summary(result: dict) -> int:
     return 1 if result["failures"] else 0
 
 
+def offsets_of(data: bytes, needles: tuple[bytes, ...]) -> Iterator[int]:
+    """Every offset where one of `needles` starts in `data`, overlapping ones too."""
+    for needle in needles:
+        start = 0
+        while (i := data.find(needle, start)) >= 0:
+            yield i
+            start = i + 1
+
+
 def common_mutation(kind: str, data: bytes, rng, bounds: list[int], stomps: tuple[bytes, ...]) -> "bytes | None":
     """`data` after the mutations every reader gets: "flip" (1-8 bits), "stomp" (a run of one of `stomps`)
     and "truncate" (at or next to one of `bounds`); None for any other kind (the fuzzer's own)."""

@@ -20,7 +20,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from _fuzzing import common_mutation, fuzz, main as fuzz_main  # noqa: E402
+from _fuzzing import common_mutation, fuzz, offsets_of, main as fuzz_main  # noqa: E402
 
 from rcompat.errors import RcompatError  # noqa: E402
 
@@ -58,11 +58,7 @@ def header_offsets(data: bytes) -> list[int]:
     for i in range(0, len(data) - 512, 512):
         if data[i + 257:i + 262] == b"ustar":
             points.update((i, i + 124, i + 148, i + 156, i + 512))
-    for needle in (b'{"', b"[{", b"sha256:", b"\x1f\x8b"):
-        start = 0
-        while (i := data.find(needle, start)) >= 0:
-            points.add(i)
-            start = i + 1
+    points.update(offsets_of(data, (b'{"', b"[{", b"sha256:", b"\x1f\x8b")))
     return sorted(p for p in points if p <= len(data))
 
 

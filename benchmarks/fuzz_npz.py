@@ -16,7 +16,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from _fuzzing import common_mutation, fuzz, main as fuzz_main  # noqa: E402
+from _fuzzing import common_mutation, fuzz, offsets_of, main as fuzz_main  # noqa: E402
 
 from rcompat.parity.npzfile import FORMAT, FORMAT_VERSION, ParityFileError, ParityRecord, read_record, write_record  # noqa: E402
 
@@ -41,11 +41,8 @@ def seed_record(path: Path) -> Path:
 def boundaries(data: bytes) -> list[int]:
     """Where zip records and .npy headers start: cutting or editing there reaches each parser."""
     points = {0, len(data)}
-    for magic in (b"PK\x03\x04", b"PK\x01\x02", b"PK\x05\x06", b"\x93NUMPY"):
-        start = 0
-        while (i := data.find(magic, start)) >= 0:
-            points.update((i, i + 4, i + 10, i + 30))
-            start = i + 1
+    for i in offsets_of(data, (b"PK\x03\x04", b"PK\x01\x02", b"PK\x05\x06", b"\x93NUMPY")):
+        points.update((i, i + 4, i + 10, i + 30))
     return sorted(p for p in points if p <= len(data))
 
 

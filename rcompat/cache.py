@@ -18,7 +18,7 @@ import threading
 import zlib
 from contextlib import contextmanager
 from pathlib import Path
-from typing import BinaryIO, Iterator, Mapping
+from typing import Iterator, Mapping
 
 NO_CACHE_ENV = "RCOMPAT_NO_CACHE"
 _MAGIC = b"RCMPCACH"
@@ -79,41 +79,12 @@ def entry_path(kind: str, name: str) -> Path:
     return default_cache_dir() / kind / name
 
 
-def _open_regular(path: Path) -> "tuple[BinaryIO, int] | None":
-    """(open binary file, size) when `path` is a regular file and not a link to one, else None.
-    Opened without blocking and checked on the open descriptor, so a FIFO or a device swapped in
-    never blocks nor streams."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
-    except OSError:
-        return None
-    st = os.fstat(fd)
-    if not stat.S_ISREG(st.st_mode):
-        os.close(fd)
-        return None
-    return os.fdopen(fd, "rb"), st.st_size
-
-
-def read_regular_file(path: Path, limit: int) -> bytes | None:
-    """The bytes of `path` when it is a regular file of at most `limit` bytes; None otherwise."""
-    opened = _open_regular(path)
-    if opened is None:
-        return None
-    fh, size = opened
-    with fh:
-        if size > limit:
-            return None
-        try:
-            data = fh.read(limit + 1)
-        except OSError:
-            return None
-    return data if len(data) <= limit else None
-
-
 def read_entry(path: Path, fmt: int) -> bytes | None:
     """The payload of a cache file of format `fmt`; None when missing, not a regular file,
     truncated, corrupt or of another format (the caller rebuilds and writes it again)."""
-    opened = _open_regular(path)
+    from rcompat.inputs import limit_bytes, open_if_regular
+
+    opened = open_if_regular(path, limit_bytes("cache"))
     if opened is None:
         return None
     fh, size = opened

@@ -5,6 +5,8 @@ stat()ed before it is opened, opened with O_NONBLOCK (opening a FIFO never waits
 fstat()ed again on the descriptor, so a FIFO, a socket or a device swapped in between is refused too;
 nothing ever waits on a FIFO or reads a device. Each kind of input has a size limit (LIMITS); a file
 over it is refused before it is read, naming the file, the limit and the variable that raises it.
+`open_if_regular` / `read_if_regular` are the same open for what rcompat wrote itself (cache entries):
+symbolic links refused too, and a refusal is None (a miss to rebuild), never an error.
 """
 from __future__ import annotations
 
@@ -128,16 +130,68 @@ def open_input(path: "str | os.PathLike[str]", kind: str, what: str = "", *,
     if problem:
         raise error(f"{_prefix(path, what)}: {problem}")
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+        return _open_checked(path, limit_bytes(kind), kind, follow_links=True)[0]
+    except InputRefused as refused:
+        raise error(f"{_prefix(path, what)}: {refused}") from None
+
+
+def open_if_regular(path: "str | os.PathLike[str]", limit: int) -> "tuple[BinaryIO, int] | None":
+    """(open binary file, size) when `path` is a regular file of at most `limit` bytes and not a symbolic
+    link; None otherwise, never an error. For what rcompat wrote itself (cache entries): a damaged one
+    (a directory, a FIFO, a link planted in its place, one too big) is a miss, rebuilt by the caller."""
+    try:
+        return _open_checked(path, limit, "", follow_links=False)
+    except InputRefused:
+        return None
+
+
+def read_if_regular(path: "str | os.PathLike[str]", limit: int) -> bytes | None:
+    """The bytes of `path` when open_if_regular opens it and it stays within `limit` while read; else None."""
+    opened = open_if_regular(path, limit)
+    if opened is None:
+        return None
+    fh, _ = opened
+    with fh:
+        try:
+            data = fh.read(limit + 1)
+        except OSError:
+            return None
+    return data if len(data) <= limit else None
+
+
+def open_mapped(path: "str | os.PathLike[str]", kind: str = "a file") -> BinaryIO:
+    """`path` opened like open_input but with no size limit, for files that are mapped, not read (ELF
+    objects: libtorch_cuda.so is over a GiB); InputRefused(why) otherwise, for the caller's own error."""
+    problem = file_problem(path, kind)
+    if problem:
+        raise InputRefused(problem)
+    return _open_checked(path, sys.maxsize, "", follow_links=True)[0]
+
+
+class InputRefused(Exception):
+    """Why a path was not opened (the message's last part: "is a FIFO, not a regular file")."""
+
+
+
+def _open_checked(path: "str | os.PathLike[str]", limit: int, kind: str, *,
+                  follow_links: bool) -> "tuple[BinaryIO, int]":
+    """Open without blocking, then check the open descriptor: a FIFO or a device swapped in after any
+    earlier stat() is refused too, and never blocks nor streams. `kind` names the limit in messages."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY | (0 if follow_links else os.O_NOFOLLOW)
+    try:
+        fd = os.open(path, flags)
     except OSError as exc:
-        raise error(f"{_prefix(path, what)}: {_os_problem(exc)}") from None
+        link = not follow_links and exc.errno == errno.ELOOP
+        raise InputRefused("is a symbolic link" if link else _os_problem(exc)) from None
     try:
         st = os.fstat(fd)
-        problem = _mode_problem(st.st_mode) or size_problem(st.st_size, kind)
+        problem = _mode_problem(st.st_mode)
+        if problem is None and st.st_size > limit:
+            problem = size_problem(st.st_size, kind) if kind else f"more than {human_size(limit)}"
         if problem:
-            raise error(f"{_prefix(path, what)}: {problem}")
+            raise InputRefused(problem)
         fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
-        return os.fdopen(fd, "rb")
+        return os.fdopen(fd, "rb"), st.st_size
     except BaseException:
         os.close(fd)
         raise

@@ -131,20 +131,38 @@ def run_libs(args: argparse.Namespace) -> int:
     if args.format == "json":
         write_output(json.dumps({**result.to_dict(), "clashes": found}, indent=2) + "\n", None)
     else:
-        rows = [(lib.family, lib.version or "?", lib.version_source or "-", lib.soname or "-", lib.origin, lib.path)
-                for lib in result.libraries]
-        widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(
-            ("LIBRARY", "VERSION", "FROM", "SONAME", "ORIGIN"))] + [0]
-        header = ("LIBRARY", "VERSION", "FROM", "SONAME", "ORIGIN", "PATH")
-        out = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in [header] + rows]
-        if not rows:
-            out.append("(no CUDA libraries found)")
-        out.append("searched: " + ", ".join(f"{p['dir']} ({p['origin']})" for p in result.searched))
-        for clash in found:
-            out.append(f"WARN  {clash['family']}: {len(clash['builds'])} different builds reachable: "
-                       + "; ".join(f"{b['version'] or '?'} at {', '.join(b['paths'])}" for b in clash["builds"]))
-        write_output("\n".join(out) + "\n", None)
+        write_output("\n".join(_libs_text(result, found)) + "\n", None)
     return 1 if (found and args.strict) else 0
+
+
+def _libs_text(result, found: list[dict]) -> list[str]:
+    """The table of libraries fitted to the output width: a row too wide puts its PATH on the next
+    line; the searched list and clash warnings wrap under their own indent."""
+    import sys
+
+    from rcompat.renderers.text import output_width, wrap
+
+    width = output_width(sys.stdout)
+    rows = [(lib.family, lib.version or "?", lib.version_source or "-", lib.soname or "-", lib.origin, lib.path)
+            for lib in result.libraries]
+    header = ("LIBRARY", "VERSION", "FROM", "SONAME", "ORIGIN", "PATH")
+    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(header[:-1])]
+    out = []
+    for row in [header] + rows:
+        columns = "  ".join(c.ljust(w) for c, w in zip(row, widths))
+        if len(columns) + 2 + len(row[-1]) <= width:
+            out.append(f"{columns}  {row[-1]}")
+        else:
+            out.extend([columns.rstrip(), "    " + row[-1]])
+    if not rows:
+        out.append("(no CUDA libraries found)")
+    out.extend(wrap("searched: " + ", ".join(f"{p['dir']} ({p['origin']})" for p in result.searched),
+                    "", width, "    "))
+    for clash in found:
+        out.extend(wrap(f"WARN  {clash['family']}: {len(clash['builds'])} different builds reachable: "
+                        + "; ".join(f"{b['version'] or '?'} at {', '.join(b['paths'])}" for b in clash["builds"]),
+                        "", width, "      "))
+    return out
 
 
 def run_matrix_check(args: argparse.Namespace) -> int:

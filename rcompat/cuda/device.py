@@ -22,9 +22,10 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from rcompat.atomic import write_text_atomic
-from rcompat.cache import clear_damaged, default_cache_dir, enabled as cache_enabled, read_regular_file
+from rcompat.cache import clear_damaged, default_cache_dir, enabled as cache_enabled
 from rcompat.cuda.nvml import NvmlFacts, probe_nvml
 from rcompat.cuda.torch_probe import arch_support, devices_hidden, explain_unavailable, probe_torch
+from rcompat.inputs import read_if_regular
 
 CACHE_SCHEMA = 1
 CACHE_FILE = "device.json"
@@ -124,7 +125,7 @@ def package_versions() -> dict[str, str]:
 def _read_cache(file: Path, key: dict[str, Any]) -> tuple[DeviceChoice | None, str]:
     if not os.path.lexists(file):
         return None, "miss"
-    raw = read_regular_file(file, CACHE_LIMIT)  # a FIFO, a directory or a huge file is no entry
+    raw = read_if_regular(file, CACHE_LIMIT)  # a FIFO, a directory or a huge file is no entry
     if raw is None:
         return None, "unreadable"
     try:

@@ -97,8 +97,11 @@ def ci_matrix(args: argparse.Namespace) -> int:
         add_parity_steps(plan, args.parity_baseline)
     write_output(render(plan, args.format), args.output)
     if args.format == "github" and not args.quiet:
+        from rcompat.renderers.text import output_width, wrap
+
+        width = output_width(sys.stderr)  # a CI log is read at 80 columns too
         for line in describe_exclusions(plan):
-            sys.stderr.write(line + "\n")
+            sys.stderr.write("\n".join(wrap(line, "", width, "    ")) + "\n")
     if not plan.include:
         sys.stderr.write("rcompat: every cell of the matrix is excluded; nothing to run\n")
         return 1

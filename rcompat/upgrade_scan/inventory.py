@@ -12,6 +12,8 @@ import os
 import stat
 from dataclasses import dataclass
 
+from rcompat.inputs import InputRefused, open_mapped
+
 ELF_MAGIC = b"\x7fELF"
 # Pseudo and volatile file systems of a live machine: never part of an installed stack, and walking
 # /proc or /sys would read forever. Image roots hold none of them.
@@ -80,9 +82,9 @@ def _may_be_object(name: str, mode: int) -> bool:
 
 def _is_elf(path: str) -> bool:
     try:
-        with open(path, "rb") as fh:
+        with open_mapped(path) as fh:  # a FIFO or device is no ELF file, and is never waited on
             return fh.read(4) == ELF_MAGIC
-    except OSError:
+    except (OSError, InputRefused):
         return False
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from rcompat import cache
+from rcompat.inputs import read_if_regular
 
 REPO = Path(__file__).resolve().parents[2]
 FORMAT = 7
@@ -93,14 +94,16 @@ def test_a_directory_the_user_named_is_never_removed(tmp_path, monkeypatch):
     assert blocker.read_bytes() == b"my file"
 
 
-def test_read_regular_file_refuses_what_is_not_one(tmp_path):
+def test_read_if_regular_refuses_what_is_not_one(tmp_path):
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
     big = tmp_path / "big"
     big.write_bytes(b"x" * 2000)
-    assert _within(5, lambda: cache.read_regular_file(fifo, 1000)) is None
-    assert cache.read_regular_file(Path("/dev/zero"), 1000) is None
-    assert cache.read_regular_file(big, 1000) is None and cache.read_regular_file(big, 2000) == b"x" * 2000
+    assert _within(5, lambda: read_if_regular(fifo, 1000)) is None
+    assert read_if_regular(Path("/dev/zero"), 1000) is None
+    assert read_if_regular(big, 1000) is None and read_if_regular(big, 2000) == b"x" * 2000
+    (tmp_path / "link").symlink_to(big)  # a link planted where an entry belongs is no entry
+    assert read_if_regular(tmp_path / "link", 2000) is None
 
 
 @pytest.mark.parametrize("kind", ["fifo", "directory"])

@@ -33,3 +33,17 @@ def test_require_file_and_dir_raise_one_line_usage_errors(tmp_path):
 def test_cli_names_the_real_problem(cli, tmp_path):
     out = cli("lock", "check", str(tmp_path))
     assert out.returncode == 2 and out.stderr.strip().endswith("is a directory, not a file")
+
+
+def test_open_mapped_refuses_a_fifo_without_waiting_and_has_no_size_limit(tmp_path, monkeypatch):
+    from rcompat.inputs import InputRefused, open_mapped
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(InputRefused, match="is a FIFO, not a regular file"):
+        open_mapped(fifo)  # a writer never comes: a blocking open would hang here
+    big = tmp_path / "big"
+    big.write_bytes(b"x" * (2 << 20))
+    monkeypatch.setenv("RCOMPAT_MAX_TABLE_MB", "1")
+    with open_mapped(big) as fh:
+        assert len(fh.read()) == 2 << 20

@@ -85,6 +85,16 @@ def test_cuda_probe_json_and_libs(cli):
         assert "libcudart.so.13" in sonames
 
 
+def test_cuda_libs_text_fits_80_columns_and_keeps_every_path(cli):
+    """Issue 20 item 5: a row too wide puts its PATH on the next line; the searched list wraps."""
+    text = cli("cuda", "libs", env={"COLUMNS": "80"})
+    assert text.returncode == 0, text.stderr
+    assert text.stdout.startswith("LIBRARY ") and all(len(line) <= 80 for line in text.stdout.splitlines())
+    libs = json.loads(cli("cuda", "libs", "--format", "json").stdout)["libraries"]
+    words = text.stdout.split()
+    assert all(lib["path"] in words for lib in libs)
+
+
 def test_subcommand_help_and_missing_subcommand(cli):
     assert "Names each incompatible layer" in " ".join(cli("matrix", "check", "--help").stdout.split())
     r = cli("matrix")

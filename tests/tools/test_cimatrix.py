@@ -40,7 +40,8 @@ def test_github_output_is_the_product_minus_broken_cells(cli):
     assert list(doc) == ["include"]
     assert doc["include"] == _expected_include()
     assert len(run.stdout.strip().splitlines()) == 1  # one line: fits $GITHUB_OUTPUT as matrix=<json>
-    assert "excluded r=4.5 torch=0.11.1 cuda=cpu: FIX-R45-TORCH-OLD" in run.stderr
+    assert "excluded r=4.5 torch=0.11.1 cuda=cpu: FIX-R45-TORCH-OLD" in " ".join(run.stderr.split())
+    assert all(len(line) <= 80 for line in run.stderr.splitlines())  # wrapped like every text output
 
 
 def test_cuda_tables_exclude_the_builds_r_torch_does_not_have():
@@ -87,7 +88,8 @@ def test_every_cell_kept_without_a_verdict_is_noted_with_why(cli):
     gpu_cells = {c for c in included if c[2] != "cpu"}
     assert gpu_cells <= set(noted) | {c for c in gpu_cells if c[1] != "0.17.0"}
     github = cli("ci", "matrix", "--r", "4.5", "--torch", "0.17.0", "--cuda", "12.4")
-    assert "note r=4.5 torch=0.17.0 cuda=12.4: CUDA-MATRIX-RTORCH: not judged" in github.stderr
+    assert "note r=4.5 torch=0.17.0 cuda=12.4: CUDA-MATRIX-RTORCH: not judged" in " ".join(github.stderr.split())
+    assert all(len(line) <= 80 for line in github.stderr.splitlines())
 
 
 def test_every_cell_excluded_exits_1(cli):

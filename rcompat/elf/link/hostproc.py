@@ -77,10 +77,12 @@ def find_command(name: str, root: "Root | str | None" = None) -> str | None:
 
 
 def _is_elf(path: str) -> bool:
+    from rcompat.inputs import InputRefused, open_mapped
+
     try:
-        with open(path, "rb") as fh:
+        with open_mapped(path) as fh:  # a FIFO or device is no ELF file, and is never waited on
             return fh.read(4) == b"\x7fELF"
-    except OSError:
+    except (OSError, InputRefused):
         return False
 
 

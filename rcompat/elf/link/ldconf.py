@@ -130,10 +130,12 @@ def _cache_key(name: str, soname: str, is_link: bool) -> str:
 def soname_and_kind(path: str) -> "tuple[str, int, int] | None":
     """(SONAME or "", e_machine, bits) of an ELF shared object, from its program headers and dynamic
     segment; None for anything else (not ELF, not ET_DYN, truncated)."""
+    from rcompat.inputs import InputRefused, open_mapped
+
     try:
         if not os.path.isfile(path):
             return None
-        with open(path, "rb") as fh:
+        with open_mapped(path) as fh:  # never blocks on a FIFO swapped in after isfile()
             head = fh.read(64)
             if len(head) < 52 or head[:4] != ELF_MAGIC or head[4] not in (1, 2) or head[5] not in (1, 2):
                 return None
@@ -172,6 +174,6 @@ def soname_and_kind(path: str) -> "tuple[str, int, int] | None":
                 return None
             fh.seek(strtab + tags[DT_SONAME])
             return fh.read(4096).split(b"\0", 1)[0].decode("utf-8", "replace"), machine, bits
-    except (OSError, struct.error, ValueError, OverflowError):
+    except (OSError, InputRefused, struct.error, ValueError, OverflowError):
         return None
 

@@ -10,7 +10,7 @@ import os
 
 import numpy as np
 
-from rcompat.elf.read.reader import check_regular_file
+from rcompat.elf.read.reader import check_regular_file, open_elf_file
 
 CHUNK = 4 << 20
 
@@ -20,7 +20,7 @@ class MappedFile:
 
     def __init__(self, path: str) -> None:
         check_regular_file(path)
-        self._fh = open(path, "rb")
+        self._fh = open_elf_file(path)
         self.size = os.fstat(self._fh.fileno()).st_size
         self._map = mmap.mmap(self._fh.fileno(), 0, access=mmap.ACCESS_READ) if self.size else None
         if self._map is not None and hasattr(self._map, "madvise") and hasattr(mmap, "MADV_SEQUENTIAL"):

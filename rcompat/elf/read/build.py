@@ -80,8 +80,10 @@ def _cached(identity) -> BuildFacts:
     from elftools.common.exceptions import ELFError as PyElfError
     from elftools.elf.elffile import ELFFile
 
+    from rcompat.inputs import InputRefused, open_mapped
+
     try:
-        with open(path, "rb") as stream:
+        with open_mapped(path, "an ELF file") as stream:
             elf = ELFFile(stream)
             comment = elf.get_section_by_name(".comment")
             toolchain = _strings(comment.data()) if comment is not None else ()
@@ -89,7 +91,7 @@ def _cached(identity) -> BuildFacts:
             dynstr = elf.get_section_by_name(".dynstr")
             cxx_abi, evidence = string_abi(dynstr.data() if dynstr is not None else b"")
             producers = _producers(elf)
-    except (PyElfError, ValueError, KeyError, OSError, AttributeError) as exc:
+    except (PyElfError, ValueError, KeyError, OSError, InputRefused, AttributeError) as exc:
         raise ElfError(path, f"cannot read its build notes: {exc}") from exc
     return BuildFacts(path, toolchain, producers, build_id, abi_tag, cxx_abi, evidence)
 

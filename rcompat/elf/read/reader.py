@@ -22,6 +22,7 @@ import struct
 from collections.abc import Iterator
 from functools import cached_property
 from pathlib import Path
+from typing import BinaryIO
 
 from rcompat.elf.errors import ElfError, NotElfError
 from rcompat.elf.read.format import (BIND_OF_INFO, DF_SYMBOLIC, DT_FLAGS, DT_NEEDED, DT_RPATH, DT_RUNPATH,
@@ -38,7 +39,7 @@ class ElfImage:
     def __init__(self, path: "str | os.PathLike[str]") -> None:
         self.path = Path(path)
         self._check_path()
-        self._fh = open(self.path, "rb")
+        self._fh = open_elf_file(self.path)
         self.size = os.fstat(self._fh.fileno()).st_size
         if self.size < 16:
             self._fh.close()
@@ -373,6 +374,17 @@ def check_regular_file(path: "str | os.PathLike[str]") -> None:
     problem = file_problem(path, kind="an ELF file")
     if problem:
         raise ElfError(path, problem)
+
+
+def open_elf_file(path: "str | os.PathLike[str]") -> BinaryIO:
+    """The file opened without blocking and checked again on its descriptor (a FIFO swapped in after
+    check_regular_file would block the mapping forever); ElfError naming the problem otherwise."""
+    from rcompat.inputs import InputRefused, open_mapped
+
+    try:
+        return open_mapped(path, kind="an ELF file")
+    except InputRefused as refused:
+        raise ElfError(path, str(refused)) from None
 
 
 def open_elf(path: "str | os.PathLike[str]") -> ElfImage:
