@@ -25,7 +25,10 @@ def explain(args: argparse.Namespace) -> int:
 
     symptoms = load_symptoms(_given_file(args.symptoms, "symptom table"))
     if args.list:
-        write_output(symptom_list(symptoms), args.output)
+        from rcompat.renderers.text import DEFAULT_WIDTH, output_width
+
+        to_stdout = not args.output or args.output == "-"
+        write_output(symptom_list(symptoms, output_width(sys.stdout) if to_stdout else DEFAULT_WIDTH), args.output)
         return 0
     report = run(read_text(args.text, args.from_file), symptoms)
     return emit_report(report, args)

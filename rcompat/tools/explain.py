@@ -120,13 +120,14 @@ def load_symptoms(path: "str | Path | None" = None) -> list[Symptom]:
 
 
 def symptom_list(symptoms: Iterable[Symptom], columns: int = 80) -> str:
-    """Each symptom's id and title; a long title wraps under itself, so the list fits a terminal."""
-    import textwrap
+    """Each symptom's id and title; a long title wraps under itself (the reports' wrap: a word is never
+    cut), so the list fits a terminal."""
+    from rcompat.renderers.text import wrap
 
     symptoms = list(symptoms)
     width = max((len(s.id) for s in symptoms), default=0)
-    return "".join(textwrap.fill(s.title, columns, initial_indent=f"{s.id:<{width}}  ",
-                                 subsequent_indent=" " * (width + 2)) + "\n" for s in symptoms)
+    hang = " " * (width + 2)
+    return "".join(line + "\n" for s in symptoms for line in wrap(s.title, f"{s.id:<{width}}  ", columns, hang))
 
 
 def find_matches(text: str, symptoms: Iterable[Symptom] | None = None) -> list[Match]:
