@@ -12,9 +12,8 @@ import os
 import stat
 from dataclasses import dataclass
 
-from rcompat.inputs import InputRefused, open_mapped
+from rcompat.elf.read.reader import is_elf_file
 
-ELF_MAGIC = b"\x7fELF"
 # Pseudo and volatile file systems of a live machine: never part of an installed stack, and walking
 # /proc or /sys would read forever. Image roots hold none of them.
 HOST_SKIP = ("proc", "sys", "dev", "run", "tmp", "var/tmp", "var/cache", "var/lib/docker", "var/lib/containers",
@@ -54,7 +53,7 @@ def inventory(root_dir: str, is_host: bool = False) -> Inventory:
                 continue
             if not stat.S_ISREG(st.st_mode) or st.st_size < 64 or not _may_be_object(name, st.st_mode):
                 continue
-            if not _is_elf(host):
+            if not is_elf_file(host):
                 continue
             inside = "/" + os.path.relpath(host, root_dir) if root_dir != "/" else host
             objects[inside] = ElfFile(inside, host, st.st_size, (st.st_dev, st.st_ino))
@@ -68,7 +67,7 @@ def object_at(host: str, inside: str) -> ElfFile | None:
         st = os.stat(host)
     except OSError:
         return None
-    if not stat.S_ISREG(st.st_mode) or not _is_elf(host):
+    if not stat.S_ISREG(st.st_mode) or not is_elf_file(host):
         return None
     return ElfFile(inside, os.path.realpath(host), st.st_size, (st.st_dev, st.st_ino))
 
@@ -78,14 +77,6 @@ def _may_be_object(name: str, mode: int) -> bool:
     or marked executable is opened: ld.so maps nothing else, and opening every data file of a machine's
     / (sources, wheels, models) costs minutes."""
     return ".so" in name or bool(mode & 0o111)
-
-
-def _is_elf(path: str) -> bool:
-    try:
-        with open_mapped(path) as fh:  # a FIFO or device is no ELF file, and is never waited on
-            return fh.read(4) == ELF_MAGIC
-    except (OSError, InputRefused):
-        return False
 
 
 def same_content(a: ElfFile, b: ElfFile) -> bool:

@@ -22,6 +22,7 @@ import sys
 
 from rcompat.elf.errors import ElfError
 from rcompat.elf.link.root import Root, as_root
+from rcompat.elf.read.reader import is_elf_file
 from rcompat.errors import UsageError
 
 # What a login shell's PATH holds (Debian's /etc/profile for root): where a command named inside a root is looked for.
@@ -71,19 +72,9 @@ def find_command(name: str, root: "Root | str | None" = None) -> str | None:
             host = fs.host(inside)
         except ElfError:
             continue
-        if os.path.isfile(host) and os.access(host, os.X_OK) and _is_elf(host):
+        if os.path.isfile(host) and os.access(host, os.X_OK) and is_elf_file(host):
             return inside
     return None
-
-
-def _is_elf(path: str) -> bool:
-    from rcompat.inputs import InputRefused, open_mapped
-
-    try:
-        with open_mapped(path) as fh:  # a FIFO or device is no ELF file, and is never waited on
-            return fh.read(4) == b"\x7fELF"
-    except (OSError, InputRefused):
-        return False
 
 
 def find_library(soname: str, root: "Root | str | None" = None) -> str | None:

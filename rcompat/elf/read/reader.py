@@ -387,5 +387,17 @@ def open_elf_file(path: "str | os.PathLike[str]") -> BinaryIO:
         raise ElfError(path, str(refused)) from None
 
 
+def is_elf_file(path: "str | os.PathLike[str]") -> bool:
+    """Does `path` start with the ELF magic? False for anything unreadable; a FIFO or a device is never
+    waited on (opened as open_elf_file opens)."""
+    from rcompat.inputs import InputRefused, open_mapped
+
+    try:
+        with open_mapped(path) as fh:
+            return fh.read(4) == ELF_MAGIC
+    except (OSError, InputRefused):
+        return False
+
+
 def open_elf(path: "str | os.PathLike[str]") -> ElfImage:
     return ElfImage(path)
