@@ -12,6 +12,9 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.rcompat-setup
 TORCH_REQUIREMENT ?= torch==2.13.0
 PYTEST_ARGS ?=
+# Tests run in parallel (pytest-xdist); `tier` and `serial` tests keep to one worker each (tests/conftest.py).
+# PYTEST_WORKERS=0 runs everything in this process, one test after another.
+PYTEST_WORKERS ?= auto
 ARGS ?=
 
 .PHONY: all setup system doctor test bench fuzz docs-check clean
@@ -45,7 +48,7 @@ doctor: setup
 	$(BIN)/rcompat doctor $(ARGS)
 
 test: setup
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 # Runs every benchmarks/bench_*.py and regenerates docs/performance.md from their results (exit 1 when
 # one fails or misses its goal; the document says which).

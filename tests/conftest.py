@@ -162,3 +162,39 @@ def build_wheel(dest: Path) -> Path:
 @pytest.fixture(scope="session")
 def wheel_builder():
     return build_wheel
+
+
+# -- the parallel run (pytest-xdist, `make test`) ----------------------------------------------------
+# Tests are independent unless marked: `tier` tests share the Debian root and run one after another on
+# one worker; `serial` tests own another machine-wide resource (daemons, a CPU they load on purpose)
+# and do the same on a worker of their own. trylast: after tests/tier/conftest.py has marked its tests,
+# and before xdist's own trylast hook reads the xdist_group marks (conftest hooks are called first).
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        for group in ("tier", "serial"):
+            if item.get_closest_marker(group):
+                item.add_marker(pytest.mark.xdist_group(group))
+                break
+
+
+def build_once(tmp_path_factory, name: str, build) -> Path:
+    """`build(dir)` once per test run, whatever the number of xdist workers: the first worker to get
+    here builds into a directory they all share (under the run's base temp), the others wait on its
+    lock and reuse it. Without xdist it is a plain session-scoped build."""
+    import fcntl
+    import os
+
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    target = shared / f"once-{name}"
+    done = shared / f"once-{name}.done"
+    with open(shared / f"once-{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.exists():
+            if target.exists():   # a build that failed half-way in another worker: start again
+                shutil.rmtree(target)
+            target.mkdir()
+            build(target)
+            done.touch()
+    return target

@@ -31,21 +31,43 @@ def _fake_area(monkeypatch, name: str, delay: float, log: list):
     monkeypatch.setitem(doctor.AREA_MODULES, name, module.__name__)
 
 
+def _waiting_area(monkeypatch, name: str, waits_for: list, ended: dict, saw_others_end: dict):
+    """An area that, before it ends, waits for the areas `waits_for` to end (up to ended["wait_s"]):
+    run one after another it waits in vain; run at once it sees them end. Ordering by events, not by
+    sleeps: the wait is long enough for any machine when they run at once, and is cut short when the
+    test runs them one by one, where the wait can only be in vain."""
+    ended[name] = threading.Event()
+
+    def check(ctx):
+        saw_others_end[name] = all(ended[other].wait(timeout=ended["wait_s"]) for other in waits_for)
+        shared = ctx.memo("shared", threading.get_ident)
+        ended[name].set()
+        yield Finding(id=f"{name.upper()}-1", area=name, status="ok", title=f"{name} first",
+                      evidence={"shared_by": shared})
+        yield Finding(id=f"{name.upper()}-2", area=name, status="ok", title=f"{name} second")
+
+    module = types.ModuleType(f"rcompat_fake_{name}")
+    module.CHECKS = [check]
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    monkeypatch.setitem(doctor.AREA_MODULES, name, module.__name__)
+
+
 def test_concurrent_areas_overlap_and_keep_the_report_order(monkeypatch):
-    log: list = []
-    # the first area is the slowest: finishing order is the reverse of the report order
-    for name, delay in (("slow", 0.6), ("mid", 0.3), ("quick", 0.0)):
-        _fake_area(monkeypatch, name, delay, log)
-    sequential = doctor.run_doctor(["slow", "mid", "quick"], jobs=1)
-    log.clear()
+    # the first area ends last (it waits for the other two): finishing order is the reverse of the report order
+    ended: dict = {"wait_s": 60.0}
+    saw: dict = {}
+    _waiting_area(monkeypatch, "quick", [], ended, saw)
+    _waiting_area(monkeypatch, "mid", ["quick"], ended, saw)
+    _waiting_area(monkeypatch, "slow", ["mid", "quick"], ended, saw)
     concurrent = doctor.run_doctor(["slow", "mid", "quick"], jobs=3)
+    assert saw == {"quick": True, "mid": True, "slow": True}, "the areas did not run at once"
+    for name in ("slow", "mid", "quick"):
+        ended[name].clear()
+    ended["wait_s"] = 0.1
+    sequential = doctor.run_doctor(["slow", "mid", "quick"], jobs=1)
+    assert saw["slow"] is False  # one by one, the first area cannot see the later ones end
     assert [f.id for f in concurrent.findings] == [f.id for f in sequential.findings] == [
         "SLOW-1", "SLOW-2", "MID-1", "MID-2", "QUICK-1", "QUICK-2"]
-    ends = [name for name, what, _ in sorted(log, key=lambda e: e[2]) if what == "end"]
-    assert ends[-1] == "slow", "the areas did not run at once"
-    starts = {name: t for name, what, t in log if what == "start"}
-    slow_end = next(t for name, what, t in log if name == "slow" and what == "end")
-    assert starts["quick"] < slow_end
     # one thread computed the shared fact; every area got its answer
     assert len({f.evidence["shared_by"] for f in concurrent.findings if "shared_by" in f.evidence}) == 1
     assert list(concurrent.facts["timings_s"]) == ["slow", "mid", "quick"]

@@ -161,14 +161,19 @@ def test_cli_maps_file_json_and_exit_code(cli):
     assert clean.returncode == 0 and "RACE-MAPS-DUPLICATE" in clean.stdout
 
 
-def test_doctor_race_area_is_fast(cli, r_and_torch):
-    start = time.monotonic()
+def test_doctor_race_area_is_kept_short(cli, r_and_torch):
+    """The doctor's race area runs one small serialized trial and nothing else: asserted on what it
+    ran (trials, modes, operations), not on the wall time, which is the machine's."""
     out = cli("doctor", "--only", "race", "--format", "json")
-    elapsed = time.monotonic() - start
     assert out.returncode == 0, out.stdout + out.stderr
-    ids = {f["id"]: f["status"] for f in json.loads(out.stdout)["findings"]}
+    report = json.loads(out.stdout)
+    ids = {f["id"]: f["status"] for f in report["findings"]}
     assert ids["RACE-SERIALIZED"] == "ok" and ids["RACE-MAPS-DUPLICATE"] == "ok"
-    assert elapsed < 15, f"doctor --only race took {elapsed:.1f} s"
+    assert not any(i.startswith("RACE-UNSAFE") for i in ids)  # the crashing mode is for `rcompat race`
+    trial = report["facts"]["race"]["serialized_trial"]
+    assert trial["summary"]["trials"] == 1 and trial["config"]["trials"] == 1
+    assert trial["config"]["iterations"] * trial["config"]["workers"] <= 8
+    assert 0 < trial["summary"]["ops_completed"] <= 8
 
 
 def test_an_empty_saved_maps_file_is_refused(cli, tmp_path):

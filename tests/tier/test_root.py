@@ -117,16 +117,22 @@ def test_ctrl_c_and_sigterm_leave_nothing_mounted(tier_root):
             f"debian_root.run_in_root({str(tier_root)!r}, ['sleep', '60'])")
     for sig in (signal.SIGINT, signal.SIGTERM):
         caller = subprocess.Popen([sys.executable, "-c", code], stderr=subprocess.PIPE, text=True)
-        for _ in range(100):   # until the command runs inside the root
-            if any("sleep 60" in _cmdline(pid) for pid in os.listdir("/proc") if pid.isdigit()):
-                break
+        deadline = time.monotonic() + 120   # until the command runs inside the root (any machine's speed)
+        while not _sleeping_in_root() and time.monotonic() < deadline:
             time.sleep(0.1)
+        assert _sleeping_in_root(), "the command never started inside the root"
         assert host_mounts_under(tier_root) == []   # the mounts are the command's namespace's only
         caller.send_signal(sig)
-        caller.wait(timeout=20)
-        time.sleep(0.5)
-        assert not any("sleep 60" in _cmdline(pid) for pid in os.listdir("/proc") if pid.isdigit())
+        caller.wait(timeout=60)
+        deadline = time.monotonic() + 30   # the namespace's processes are killed asynchronously
+        while _sleeping_in_root() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _sleeping_in_root()
         assert host_mounts_under(tier_root) == []
+
+
+def _sleeping_in_root() -> bool:
+    return any("sleep 60" in _cmdline(pid) for pid in os.listdir("/proc") if pid.isdigit())
 
 
 def _cmdline(pid: str) -> str:

@@ -1,8 +1,11 @@
 """Every regex of the knowledge tables runs in linear time (issue 21: one 50 KB line took explain 17 s).
 
-Each pattern is held to the rules of rcompat/data/patterns.py and timed on hostile 1 MB lines built
-from its own literals. A quadratic pattern would never finish a 1 MB line, so each line is first tried
-at 16 KB, where a quadratic pattern already costs seconds and a linear one well under a millisecond.
+Each pattern is held to the rules of rcompat/data/patterns.py and timed on hostile lines built from
+its own literals. Seconds are the machine's, so each timing is compared with a yardstick timed in the
+same run: QUADRATIC, issue 21's own slow pattern, on a 16 KB line of its worst input. On any machine a
+linear pattern takes about a thousandth of that on 16 KB and well under it on 1 MB (x64 the input),
+while a quadratic one takes about as long on 16 KB and thousands of times longer on 1 MB. A quadratic
+pattern would never finish a 1 MB line, so each line is first tried at 16 KB.
 """
 from __future__ import annotations
 
@@ -15,8 +18,15 @@ from rcompat.data.patterns import adversarial_lines, required_literal, table_pat
 
 PATTERNS = list(table_patterns())
 SMALL, LARGE = 16 * 1024, 1024 * 1024
-SMALL_BOUND_S = 0.05   # linear: ~0.2 ms; the quadratic patterns issue 21 found: 0.5-3 s
-LARGE_BOUND_S = 1.0    # linear: 1-30 ms on a loaded 2-core machine
+QUADRATIC = re.compile(r"(?P<lib>[^\s:]*libstdc\+\+\.so): version")  # issue 21's, before its fix
+SMALL_SHARE = 1 / 50   # of the yardstick, on 16 KB: linear ~1/1000, quadratic ~1
+LARGE_SHARE = 4.0      # of the yardstick, on 1 MB: linear ~1/15, quadratic ~4,000
+
+
+@pytest.fixture(scope="module")
+def yardstick() -> float:
+    """QUADRATIC's time on 16 KB of its worst input (a run with no space or colon), the least of three."""
+    return min(_time(QUADRATIC, "a" * SMALL) for _ in range(3))
 
 
 def _id(item):
@@ -38,14 +48,24 @@ def test_pattern_keeps_the_linear_subset(item):
 
 
 @pytest.mark.parametrize("item", PATTERNS, ids=_id)
-def test_pattern_is_linear_on_hostile_lines(item):
+def test_pattern_is_linear_on_hostile_lines(item, yardstick):
     table, row, pattern = item
     compiled = re.compile(pattern)
-    for small in adversarial_lines(pattern, SMALL):
-        elapsed = _time(compiled, small)
-        assert elapsed < SMALL_BOUND_S, f"{table} {row}: {elapsed:.3f} s on 16 KB of {small[:40]!r}"
-    slowest = max(_time(compiled, line) for line in adversarial_lines(pattern, LARGE))
-    assert slowest < LARGE_BOUND_S, f"{table} {row}: {slowest:.3f} s on a 1 MB line"
+    for size, share in ((SMALL, SMALL_SHARE), (LARGE, LARGE_SHARE)):
+        for line in adversarial_lines(pattern, size):
+            took = _least_time(compiled, line, yardstick * share)
+            assert took < yardstick * share, (f"{table} {row}: {took / yardstick:.3f} of the yardstick "
+                                              f"on {size // 1024} KB of {line[:40]!r}")
+
+
+def _least_time(compiled: re.Pattern, line: str, bound: float, tries: int = 3) -> float:
+    """The least of up to `tries` timings, timed again only while over `bound` (a pre-empted run)."""
+    best = float("inf")
+    for _ in range(tries):
+        best = min(best, _time(compiled, line))
+        if best < bound:
+            break
+    return best
 
 
 def _time(compiled: re.Pattern, line: str) -> float:
@@ -56,12 +76,13 @@ def _time(compiled: re.Pattern, line: str) -> float:
 
 
 def test_the_rules_reject_what_was_slow():
-    assert unsafe_constructs(r"(?P<lib>[^\s:]*libstdc\+\+\.so): version")  # issue 21's example
+    assert unsafe_constructs(QUADRATIC.pattern)  # issue 21's example
     assert unsafe_constructs(r"x(?:\.\w+)*")
     assert unsafe_constructs(r"load\((?![^)]*weights_only)")
     assert unsafe_constructs(r"(?<![^\s:])(?P<lib>[^\s:]*libstdc\+\+\.so): version") == []
-    slow = re.compile(r"(?P<lib>[^\s:]*libstdc\+\+\.so): version")
-    assert any(_time(slow, line) > SMALL_BOUND_S for line in adversarial_lines(slow.pattern, SMALL))
+    # the yardstick is what it claims: x4 the input costs it more than x8 the time (quadratic: ~x16)
+    short, long = (min(_time(QUADRATIC, "a" * n) for _ in range(2)) for n in (SMALL // 4, SMALL))
+    assert long > 8 * short, (short, long)
 
 
 def test_required_literal_is_in_every_match():
@@ -75,17 +96,22 @@ def test_required_literal_is_in_every_match():
         assert literal is None or literal.strip(), pattern
 
 
-def test_explain_on_one_hostile_line_and_a_long_log_is_fast():
+def test_explain_on_one_hostile_line_and_a_long_log_is_linear(yardstick):
+    """Issue 21: a 50 KB line took 17 s. Against the yardstick, not seconds; benchmarks/bench_explain.py
+    measures the speed (~0.3 s for the 10 MB log)."""
     from rcompat.tools.explain import explain, load_symptoms
 
     symptoms = load_symptoms()
     line = "/a" * 256 * 1024 + " libstdc++.so.6" * 2000 + "liblantern.so" * 20000  # ~1 MB, no newline
-    start = time.perf_counter()
-    explain(line, symptoms)
-    assert time.perf_counter() - start < 2.0  # issue 21: a 50 KB line took 17 s
     log = ("epoch 1 step 2 loss 0.1234 /data/shard-001.parquet\n" * 20_000 +
            "ImportError: libcudnn.so.8: cannot open shared object file: No such file or directory\n") * 10
-    start = time.perf_counter()
-    report = explain(log, symptoms)  # ~10 MB
-    assert time.perf_counter() - start < 3.0  # generous: benchmarks/bench_explain.py measures ~0.3 s
+    for text, share in ((line, LARGE_SHARE), (log, 10 * LARGE_SHARE)):  # ~1 MB and ~10 MB
+        best = float("inf")
+        for _ in range(3):
+            start = time.perf_counter()
+            report = explain(text, symptoms)
+            best = min(best, time.perf_counter() - start)
+            if best < yardstick * share:
+                break
+        assert best < yardstick * share, (len(text), best / yardstick)
     assert [f.evidence["symptom"] for f in report.findings] == ["shared-library-not-found"]
