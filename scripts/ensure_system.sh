@@ -1,33 +1,68 @@
 #!/usr/bin/env bash
 # Install the Debian packages rcompat's set-up and tests need, only when something is missing.
 # Quick when all is there: one Rscript call and a few `command -v`.
-set -euo pipefail
+#
+# A machine where they cannot be installed (not root and no sudo, no mirror reachable, apt locked or
+# failing) is not an error of `make test`: this says what could not be installed and why, and what to
+# run instead, then exits 0; the tests that need what is missing skip and say so.
+set -uo pipefail
 
 APT_PACKAGES=(r-base-core r-base-dev r-cran-reticulate r-cran-jsonlite r-cran-testthat
               abigail-tools binutils gcc libc6-dev make debootstrap)
+# What each command or part is for, to say why it is installed.
+declare -A WHY=(
+  [Rscript]="R, which rcompat probes and the R tests run"
+  [R]="R CMD INSTALL of the test fixtures' R packages"
+  [gcc]="ELF objects compiled from fixtures/ during the tests"
+  [nm]="the reference symbol lister the ELF tests compare with (binutils)"
+  [readelf]="the reference ELF reader the ELF tests compare with (binutils)"
+  [abidiff]="the reference ABI diff of the abi-diff tests and benchmark (abigail-tools)"
+  [debootstrap]="the Debian root of the other release for the R 4.5 tier (tests/tier)"
+)
 missing=()
 # RCOMPAT_FORCE_SYSTEM_INSTALL=1 takes the install branch even when nothing is missing (to test it).
 [ -n "${RCOMPAT_FORCE_SYSTEM_INSTALL:-}" ] && missing+=("(forced)")
 for cmd in Rscript R gcc nm readelf abidiff debootstrap; do
-  command -v "$cmd" >/dev/null 2>&1 || missing+=("$cmd")
+  command -v "$cmd" >/dev/null 2>&1 || missing+=("$cmd (${WHY[$cmd]})")
 done
 if command -v Rscript >/dev/null 2>&1; then
   if ! Rscript -e 'q(status = !all(sapply(c("reticulate", "jsonlite", "testthat"), requireNamespace, quietly = TRUE)))' \
        >/dev/null 2>&1; then
-    missing+=("R packages reticulate/jsonlite/testthat")
+    missing+=("R packages reticulate/jsonlite/testthat (reticulate's probes, the R front door's tests)")
   fi
-  [ -f "$(R RHOME)/include/R.h" ] || [ -f /usr/share/R/include/R.h ] || missing+=("R headers (r-base-dev)")
+  [ -f "$(R RHOME)/include/R.h" ] || [ -f /usr/share/R/include/R.h ] || missing+=("R headers (r-base-dev: building rpy2 and the fixture packages)")
 fi
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0
 fi
-echo "rcompat set-up: missing ${missing[*]}; installing: ${APT_PACKAGES[*]}" >&2
+say() { echo "rcompat set-up: $*" >&2; }
+cannot() {
+  say "could not install the Debian packages: $1"
+  say "the tests that need them will skip, saying what is missing; to install them yourself:"
+  say "  sudo apt-get install ${APT_PACKAGES[*]}"
+  exit 0
+}
+say "missing:"
+for item in "${missing[@]}"; do say "  - $item"; done
+say "installing with apt-get: ${APT_PACKAGES[*]}"
 if [ "$(id -u)" -ne 0 ]; then
-  SUDO=sudo
-  command -v sudo >/dev/null 2>&1 || { echo "rcompat set-up: run as root or install: apt-get install ${APT_PACKAGES[*]}" >&2; exit 1; }
+  if command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
+    SUDO=(sudo -n)
+  else
+    cannot "not root, and sudo is not available without a password"
+  fi
 else
-  SUDO=
+  SUDO=()
 fi
 export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -q
-$SUDO apt-get install -y -q --no-install-recommends "${APT_PACKAGES[@]}"
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+if ! "${SUDO[@]}" apt-get update -q >"$log" 2>&1; then
+  tail -n 5 "$log" >&2
+  cannot "'apt-get update' failed (no mirror reachable, or apt is locked by another process: see above)"
+fi
+if ! "${SUDO[@]}" apt-get install -y -q --no-install-recommends "${APT_PACKAGES[@]}" >"$log" 2>&1; then
+  tail -n 5 "$log" >&2
+  cannot "'apt-get install' failed (see the lines above)"
+fi
+say "installed: ${APT_PACKAGES[*]}"
