@@ -36,11 +36,16 @@ def test_a_failing_apt_is_reported_and_set_up_goes_on(tmp_path):
     assert "sudo apt-get install r-base-core" in out.stderr and "will skip" in out.stderr
 
 
-def test_not_root_without_sudo_is_reported_and_set_up_goes_on(tmp_path):
+def test_not_root_without_sudo_is_reported_and_set_up_goes_on(request):
     if os.geteuid() != 0 or not shutil.which("setpriv"):
         pytest.skip("needs root and setpriv to become another user")
-    bare = tmp_path / "bin"   # PATH without sudo, so the script cannot ask for it
-    bare.mkdir()
+    import tempfile
+
+    # PATH without sudo, so the script cannot ask for it; outside pytest's tmp_path, which is the
+    # test user's own (mode 700) and so not on another user's PATH
+    bare = Path(tempfile.mkdtemp(prefix="rcompat-bare-path-"))
+    bare.chmod(0o755)
+    request.addfinalizer(lambda: shutil.rmtree(bare, ignore_errors=True))
     for tool in ("id", "mktemp", "rm", "tail"):
         found = shutil.which(tool)
         if found:
