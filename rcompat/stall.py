@@ -48,6 +48,7 @@ class _Sample:
     waited_s: float
     stopped_s: float
     io: int = 0  # bytes read and written, bytes fetched from storage, major faults: any growth is progress
+    blocked_s: float = 0.0  # in uninterruptible sleep ('D': a page fault or read waiting for the disk)
 
 
 @dataclass
@@ -60,6 +61,7 @@ class Watch:
     _task_waits: dict = field(default_factory=dict)
     _waited_s: float = 0.0
     _stopped_s: float = 0.0
+    _blocked_s: float = 0.0
     _last_t: float | None = None
 
     def sample(self, elapsed: float) -> None:
@@ -69,10 +71,15 @@ class Watch:
         state, cpu_s, major_faults = stat
         if self._last_t is not None and state in ("T", "t"):
             self._stopped_s += elapsed - self._last_t
+        if self._last_t is not None and state == "D":
+            # Waiting for the disk is the machine's load, not the child's hang: a busy disk held a
+            # child that had just been resumed in 'D' for over a window (seen under load 35), and
+            # its read and fault counters grow only when the read completes.
+            self._blocked_s += elapsed - self._last_t
         self._last_t = elapsed
         self._waited_s += self._run_queue_wait_since_last()
         self.samples.append(_Sample(elapsed, cpu_s, self._waited_s, self._stopped_s,
-                                    major_faults + _io_bytes(self.pid)))
+                                    major_faults + _io_bytes(self.pid), self._blocked_s))
 
     def _run_queue_wait_since_last(self) -> float:
         """New run-queue wait of the process's threads; a thread that ended keeps what it had."""
@@ -89,7 +96,8 @@ class Watch:
             return None
         if elapsed >= self.timeout * self.patience.limit_factor:
             usage = self.usage()
-            return STARVED if usage["waited_s"] + usage["stopped_s"] >= usage["cpu_s"] else BUSY
+            held = usage["waited_s"] + usage["stopped_s"] + self.samples[-1].blocked_s
+            return STARVED if held >= usage["cpu_s"] else BUSY
         window = self.patience.window_for(self.timeout)
         last = self.samples[-1]
         first = next((s for s in reversed(self.samples) if last.t - s.t >= window), None)
@@ -98,6 +106,7 @@ class Watch:
         progressed = (last.cpu_s - first.cpu_s >= MIN_CPU_S
                       or last.waited_s - first.waited_s >= window / 2
                       or last.stopped_s > first.stopped_s
+                      or last.blocked_s > first.blocked_s
                       or last.io > first.io)
         return None if progressed else STALLED
 

@@ -172,8 +172,8 @@ def test_doctor_race_area_is_kept_short(cli, r_and_torch):
     assert not any(i.startswith("RACE-UNSAFE") for i in ids)  # the crashing mode is for `rcompat race`
     trial = report["facts"]["race"]["serialized_trial"]
     assert trial["summary"]["trials"] == 1 and trial["config"]["trials"] == 1
-    assert trial["config"]["iterations"] * trial["config"]["workers"] <= 8
-    assert 0 < trial["summary"]["ops_completed"] <= 8
+    assert (trial["config"]["iterations"], trial["config"]["workers"]) == (4, 2)
+    assert trial["summary"]["ops_completed"] > 0 and trial["summary"]["ops_failed"] == 0
 
 
 def test_an_empty_saved_maps_file_is_refused(cli, tmp_path):

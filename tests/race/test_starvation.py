@@ -3,6 +3,7 @@ busy loops run past their timeout and end well, or are reported as starved, neve
 hang is still killed at its timeout."""
 from __future__ import annotations
 
+import math
 import os
 import signal
 import subprocess
@@ -121,23 +122,25 @@ def _trial_on_one_cpu(cpu: int, busy_loops: int, timeout: float):
 def test_a_trial_sharing_its_cpu_with_busy_loops_is_not_a_hang(r_and_torch, survivors):
     """A trial that must wait for its CPU runs past its timeout and is not called a hang. The load is
     scaled to the trial, not to the machine: a first trial alone on one CPU measures the CPU time it
-    needs (R and torch start-up: about 0.8 s on one machine, 2.5 s on another), the timeout is set to a
-    third of that, and three busy loops share the CPU with the second trial. On one CPU its wall time
-    is at least its CPU time, so it passes its timeout on any machine; the kernel's counters (schedstat
-    run delay) must show that it waited for the CPU, which is what the watchdog has to tell from a hang."""
+    needs (R and torch start-up: about 0.8 s on one machine, 2.5 s on another), then enough busy loops
+    share that CPU with the second trial that its fair share needs at least three timeouts of wall time
+    (on one CPU, with n loops, wall time >= (n + 1) x CPU time). The kernel's counters (schedstat run
+    delay) must show that it waited for the CPU, which is what the watchdog has to tell from a hang.
+    The timeout stays at 4 s, so the watchdog's window (a quarter of it) is the one real runs get."""
     cpu = min(os.sched_getaffinity(0))
     alone = _trial_on_one_cpu(cpu, busy_loops=0, timeout=600)
     (calibration,) = alone.trials
     assert calibration.outcome == "ok", calibration.failures
     needs_cpu_s = calibration.usage["cpu_s"]
     assert needs_cpu_s > 0, calibration.usage
-    timeout = max(needs_cpu_s / 3, 0.2)
-    result = _trial_on_one_cpu(cpu, busy_loops=3, timeout=timeout)
+    timeout = 4.0
+    loops = max(3, math.ceil(3 * timeout / needs_cpu_s) - 1)
+    result = _trial_on_one_cpu(cpu, busy_loops=loops, timeout=timeout)
     (trial,) = result.trials
     findings = {f.id: f for f in result.to_findings()}
     assert "RACE-HANG" not in findings, findings["RACE-HANG"].message
     assert trial.outcome in ("ok", "starved"), trial.failures
-    assert trial.duration_s > timeout, (trial.duration_s, timeout, trial.usage)  # it did run past it
+    assert trial.duration_s > timeout, (trial.duration_s, loops, trial.usage)  # it did run past it
     assert trial.usage["waited_s"] > trial.usage["cpu_s"] / 2, trial.usage  # waiting for the CPU, counted
     if trial.outcome == "ok":
         assert findings["RACE-SERIALIZED"].status is Status.OK
@@ -178,6 +181,15 @@ def test_the_limit_verdict_weighs_running_against_waiting(cpu, waited, stopped, 
         watch.samples.append(_Sample(15 * f, cpu * f, waited * f, stopped * f))
     assert watch.judge(14.9) is None  # progress in the last window: runs on
     assert watch.judge(15.0) == verdict
+
+
+def test_waiting_for_the_disk_is_not_a_stall():
+    watch = Watch(pid=0, timeout=5, patience=Patience(window_s=1.0, limit_factor=3.0))
+    for i in range(41):  # 2 s of work, then 8 s in uninterruptible sleep ('D'): no CPU, no counters yet
+        t = i * 0.25
+        watch.samples.append(_Sample(t, min(t, 2.0), 0.0, 0.0, 0, max(0.0, t - 2.0)))
+    assert watch.judge(10.0) is None
+    assert watch.judge(15.0) == STARVED  # held at the limit: never called a hang
 
 
 def test_no_progress_over_the_window_after_the_timeout_is_stalled():
