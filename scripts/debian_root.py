@@ -45,8 +45,20 @@ PACKAGES = ("r-base-core", "r-base-dev", "python3", "python3-venv", "python3-dev
 # session installs them offline in seconds. "rpy2" is whatever the [[rpy2]] table picks for the
 # root's R (scripts/rpy2_requirement.py, run inside the root).
 # The test extras are there too, so `make setup` works inside the root without an index.
-WHEELS = ("rpy2", "numpy", "setuptools", "wheel", "pytest>=7", "pandas>=1.5", "nvidia-ml-py>=12",
-          "junitparser>=3", "pyelftools>=0.29")
+# rcompat's own dependencies (pyproject.toml's [project].dependencies) are added, so that a wheel of
+# rcompat installs offline and a new dependency never needs a second list kept by hand.
+_RUNTIME_WHEELS = ("rpy2", "numpy", "setuptools", "wheel", "pytest>=7", "pandas>=1.5", "nvidia-ml-py>=12",
+                   "junitparser>=3")
+
+
+def _project_dependencies() -> tuple[str, ...]:
+    import tomllib  # Python 3.11+: Debian 12's and 13's python3
+
+    with open(Path(__file__).resolve().parent.parent / "pyproject.toml", "rb") as fh:
+        return tuple(tomllib.load(fh)["project"]["dependencies"])
+
+
+WHEELS = _RUNTIME_WHEELS + tuple(d for d in _project_dependencies() if d not in _RUNTIME_WHEELS)
 WHEELHOUSE = "/opt/rcompat-wheels"
 OTHER_SUITE = {"bookworm": "trixie", "trixie": "bookworm"}
 RETRIES = 3
