@@ -1,8 +1,11 @@
 """What the NVIDIA driver says, through NVML (the `pynvml` module of nvidia-ml-py).
 
 This is the one seam where the driver is reached: `probe_nvml(nvml)` takes the module object, so a test
-on a machine without a driver passes an object with the same function names. NVML is a thin C library
-that neither creates a CUDA context nor hangs the way CUDA initialisation can, so it runs in-process.
+on a machine without a driver passes an object with the same function names. Without one, the real
+library is asked in a child process (rcompat/cuda/nvml_child.py, through rcompat.isolate): NVML is
+foreign native code, and a wedged driver (mid-upgrade, a hung GPU) never returns from nvmlInit, a
+broken libnvidia-ml.so.1 can crash when loaded, and in-process either would take rcompat with it;
+in a child a hang is a time-out and a crash a signal, both reported as NVML errors, never as absence.
 
 `nvmlSystemGetCudaDriverVersion_v2` is used, not v1: v1 returns a guessed version when libcuda is absent,
 v2 reports LIBRARY_NOT_FOUND instead (REFERENCE.md, NVML).
@@ -10,10 +13,14 @@ v2 reports LIBRARY_NOT_FOUND instead (REFERENCE.md, NVML).
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 NO_DRIVER_REASON = "no NVIDIA driver (libnvidia-ml.so.1 not found)"
 NO_PYNVML_REASON = "pynvml is not installed: pip install nvidia-ml-py"
+# Far above any real machine (a DGX has 16); a driver claiming more is wrong, and looping over its
+# answer (4 billion GPUs) would never end.
+MAX_GPUS = 256
+DEFAULT_TIMEOUT_S = 30.0
 
 
 @dataclass
@@ -60,21 +67,30 @@ def decode_cuda_driver_version(value: int) -> str:
     return f"{value // 1000}.{(value % 1000) // 10}"
 
 
-def probe_nvml(nvml: Any = None) -> NvmlFacts:
-    """Driver, CUDA driver version and every GPU; never raises for driver-side problems."""
+def probe_nvml(nvml: Any = None, timeout: float | None = None) -> NvmlFacts:
+    """Driver, CUDA driver version and every GPU; never raises for driver-side problems. The real
+    NVML is asked in a child that is killed after `timeout` seconds; a module passed as `nvml` (a
+    test's stand-in) is asked here."""
     if nvml is None:
-        try:
-            import pynvml as nvml  # noqa: PLC0415 - optional dependency, imported when probed
-        except ImportError:
-            return NvmlFacts(status="no-pynvml", reason=NO_PYNVML_REASON)
+        from rcompat.cuda.nvml_child import probe_in_child
+
+        return probe_in_child(DEFAULT_TIMEOUT_S if timeout is None else timeout)
+    return probe_in_process(nvml)
+
+
+def probe_in_process(nvml: Any, step: Callable[[str], None] = lambda _: None) -> NvmlFacts:
+    """probe_nvml in this very process (the child's side, and tests' stand-in modules); `step` is told
+    what is about to be asked, so a child that hangs or crashes there can be reported by its step."""
     error_type = getattr(nvml, "NVMLError", Exception)
     try:
+        step("nvmlInit")
         nvml.nvmlInit()
     except error_type as exc:
         if _is_library_not_found(nvml, exc):
             return NvmlFacts(status="no-driver", reason=NO_DRIVER_REASON, error=_text(exc))
         return NvmlFacts(status="error", reason=f"NVML initialisation failed: {_text(exc)}", error=_text(exc))
     try:
+        step("query the driver and GPUs")
         return _query(nvml, error_type)
     finally:
         try:
@@ -94,12 +110,23 @@ def _query(nvml: Any, error_type: type) -> NvmlFacts:
             return None
 
     facts.driver_version = _str(ask("driver_version", nvml.nvmlSystemGetDriverVersion))
+    if facts.driver_version is not None and not _is_version(facts.driver_version):
+        facts.status, facts.error = "error", f"unreadable driver version {facts.driver_version[:80]!r}"
+        facts.reason = (f"NVML reports the driver version as {facts.driver_version[:80]!r}, which is not a "
+                        "version number (a damaged or mismatched libnvidia-ml.so.1)")
+        facts.driver_version = None
+        return facts
     cuda = ask("cuda_driver_version", nvml.nvmlSystemGetCudaDriverVersion_v2)
     facts.cuda_driver_version = decode_cuda_driver_version(int(cuda)) if cuda else None
     count = ask("device_count", nvml.nvmlDeviceGetCount)
     if count is None:
         facts.status, facts.error = "error", facts.errors["device_count"]
         facts.reason = f"NVML cannot count the GPUs: {facts.error}"
+        return facts
+    if int(count) > MAX_GPUS:
+        facts.status, facts.error = "error", f"NVML claims {int(count)} GPUs"
+        facts.reason = (f"NVML claims {int(count)} GPUs, more than the {MAX_GPUS} any machine has: the "
+                        "driver's answer is wrong, and no GPU was read")
         return facts
     for index in range(int(count)):
         gpu = Gpu(index=index)
@@ -132,6 +159,16 @@ def process_name(pid: int) -> str | None:
             return fh.read().strip() or None
     except OSError:
         return None
+
+
+def _is_version(text: str) -> bool:
+    from rcompat.versions import Version
+
+    try:
+        Version.parse(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _is_library_not_found(nvml: Any, exc: BaseException) -> bool:
