@@ -4,7 +4,7 @@
 set -euo pipefail
 
 APT_PACKAGES=(r-base-core r-base-dev r-cran-reticulate r-cran-jsonlite r-cran-testthat
-              abigail-tools binutils gcc libc6-dev make debootstrap)
+              abigail-tools binutils gcc libc6-dev make debootstrap locales)
 missing=()
 # RCOMPAT_FORCE_SYSTEM_INSTALL=1 takes the install branch even when nothing is missing (to test it).
 [ -n "${RCOMPAT_FORCE_SYSTEM_INSTALL:-}" ] && missing+=("(forced)")
@@ -18,6 +18,8 @@ if command -v Rscript >/dev/null 2>&1; then
   fi
   [ -f "$(R RHOME)/include/R.h" ] || [ -f /usr/share/R/include/R.h ] || missing+=("R headers (r-base-dev)")
 fi
+# locales: the locale sources localedef compiles (tests/hostile builds a Latin-1 locale to test reports there)
+[ -f /usr/share/i18n/charmaps/ISO-8859-1.gz ] || missing+=("locale sources (locales)")
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0
 fi

@@ -108,14 +108,29 @@ def add_quiet_option(parser: argparse.ArgumentParser) -> None:
                         help="no progress on stderr (progress is shown only when stderr is a terminal)")
 
 
-def write_output(text: str, output: str | None) -> None:
+def write_output(text: str, output: str | None, escape: bool = True) -> None:
+    """Write `text` to `output` (a file, atomically, UTF-8) or stdout. Control characters are escaped
+    (rcompat.renderers.escape.printable: newlines and tabs kept): names, paths and messages from
+    inputs (ELF strings, a child's stderr, NVML strings) must not move a terminal's cursor or recolour
+    it. Only the text renderer's own colours pass, with escape=False (it escapes its inputs itself)."""
+    if escape:
+        from rcompat.renderers.escape import printable
+
+        text = printable(text)
     if output and output != "-":
         from rcompat.atomic import write_text_atomic
 
         write_text_atomic(output, text)
     else:
-        sys.stdout.write(text)
-        sys.stdout.flush()
+        try:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+        except BrokenPipeError:
+            raise  # `| head`: the reader has what it wanted
+        except OSError as exc:
+            from rcompat.errors import RcompatError
+
+            raise RcompatError(f"cannot write the report to standard output: {exc.strerror or exc}") from None
 
 
 def emit_report(report: Report, args: argparse.Namespace, prefix: str = "") -> int:
@@ -135,5 +150,10 @@ def emit_report(report: Report, args: argparse.Namespace, prefix: str = "") -> i
     share_duration([f for f in report.findings if f.duration_s is None], time.monotonic() - COMMAND_STARTED)
     text = render(report, fmt, colour=colour, verbose=getattr(args, "verbose", False), strict=strict,
                   width=width)
-    write_output(prefix + text, output)
+    if colour:  # the renderer escaped the findings; the colours are its own
+        from rcompat.renderers.escape import printable
+
+        write_output(printable(prefix) + text, output, escape=False)
+    else:
+        write_output(prefix + text, output)
     return report.exit_code(strict=strict)

@@ -80,9 +80,16 @@ def _top_parser() -> tuple[argparse.ArgumentParser, argparse.Action]:
 def main(argv: Sequence[str] | None = None) -> int:
     from rcompat.termination import terminating_signals_interrupt
 
+    from rcompat.streams import prepare, settle
+
     argv = list(sys.argv[1:] if argv is None else argv)
-    with terminating_signals_interrupt():  # SIGTERM/SIGHUP clean up as Ctrl-C does
-        return _main(argv)
+    restore = prepare()  # closed, full or non-UTF-8 standard streams (rcompat/streams.py)
+    try:
+        with terminating_signals_interrupt():  # SIGTERM/SIGHUP clean up as Ctrl-C does
+            return _main(argv)
+    finally:
+        settle()  # a stdout that failed must not turn the exit code into 120 at Python's exit flush
+        restore()
 
 
 def _main(argv: list[str]) -> int:
