@@ -24,7 +24,7 @@ from rcompat.model import Finding, Report, Status
 from rcompat.versions import Version
 
 AREA = "lock"
-_R_VERSION = re.compile(r"(\d+\.\d+(?:\.\d+)?)")
+_R_VERSION = re.compile(r"([0-9]+\.[0-9]+(?:\.[0-9]+)?)")
 
 
 class LockfileError(RcompatError):

@@ -30,6 +30,11 @@ from rcompat.elf.link.resolution import (VIA_CACHE, VIA_DERIVED_CACHE, Attempt, 
                                          Resolution)
 from rcompat.elf.link.root import Root, as_root
 
+# A closure is bounded by the distinct (name, directory) places its search may try: a real one tries
+# hundreds (libtorch_cuda.so: about 100 libraries, a few directories each); 20,000 DT_NEEDED entries
+# times 500 RUNPATH directories (a 577 KB file) would try 10 million and keep each attempt.
+MAX_PLACES_DEFAULT = 200_000
+MAX_PLACES_VARIABLE = "RCOMPAT_MAX_LINK_PLACES"
 _DST = re.compile(r"\$(\{ORIGIN\}|ORIGIN|\{LIB\}|LIB|\{PLATFORM\}|PLATFORM)")
 
 
@@ -54,6 +59,9 @@ class Resolver:
         self.cache_path = cache_path
         self._default_dirs = default_dirs
         self.executable, self._executable_inside = None, ""
+        self.max_places = _max_places()
+        self._tried: set[str] = set()
+        self._resolving = ""
         if executable:
             self._executable_inside = self.root.locate(executable)
             self.executable = self._read_given(self._executable_inside)
@@ -64,6 +72,7 @@ class Resolver:
         in the process."""
         inside = self.root.locate(path)
         root_info = self._read_given(inside)
+        self._tried, self._resolving = set(), inside
         nodes: list[Node] = []
         for info in preloaded or []:
             nodes.append(Node(len(nodes), info.path, info, "already loaded", None,
@@ -215,6 +224,11 @@ class Resolver:
         return dirs
 
     def _try(self, inside: str, via: str, kind: ObjectInfo, attempts: list[Attempt]) -> ObjectInfo | None:
+        self._tried.add(inside)
+        if len(self._tried) > self.max_places:
+            raise ElfError(self._resolving, f"resolving its dependencies would try more than {self.max_places:,} "
+                           f"distinct (library, directory) places (DT_NEEDED entries times RPATH/RUNPATH "
+                           f"directories); refused as hostile or broken (raise {MAX_PLACES_VARIABLE} if it is real)")
         try:
             path = self.root.host(inside)
         except ElfError as exc:  # a symlink loop: open() fails with ELOOP and ld.so tries the next place
@@ -234,6 +248,17 @@ class Resolver:
             return None
         attempts.append(Attempt(path, via, "found", inside))
         return info
+
+
+def _max_places() -> int:
+    text = os.environ.get(MAX_PLACES_VARIABLE, "").strip()
+    if not text:
+        return MAX_PLACES_DEFAULT
+    if not text.isascii() or not text.isdigit():
+        from rcompat.errors import UsageError
+
+        raise UsageError(f"{MAX_PLACES_VARIABLE}={text[:40]!r} is not a whole number")
+    return int(text)
 
 
 def deps(path: "str | os.PathLike[str]", ld_library_path: "str | list[str] | None" = None,
