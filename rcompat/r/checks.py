@@ -198,6 +198,13 @@ def check_reticulate_python(ctx) -> Iterable[Finding]:
     if not facts.available:
         return
     ret = facts.reticulate
+    if ret.get("child_error"):  # a time-out or crash of the discovery: unknown, never "not installed"
+        yield _f("R-RETICULATE-PYTHON", Status.ERROR, f"reticulate's Python unknown: {ret['note']}",
+                 message=f"{ret['child_error']}.",
+                 remedy="Raise --timeout if this machine is slow; otherwise run "
+                        "`Rscript -e 'reticulate::py_discover_config()'` to see where it stops.",
+                 evidence={"reticulate": ret})
+        return
     if ret.get("method") == "none" or not ret:
         yield _f("R-RETICULATE-PYTHON", Status.SKIP, "reticulate not installed",
                  message=str(ret.get("note", "no reticulate facts")))
