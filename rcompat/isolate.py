@@ -128,7 +128,9 @@ def run_child(argv: Sequence[str], *, timeout: float, env: Mapping[str, str] | N
         return _run(argv, timeout, full_env, cwd, stdin, start, patience)
     finally:
         if private_tmp:
-            shutil.rmtree(private_tmp, ignore_errors=True)
+            from rcompat.termination import despite_interrupts
+
+            despite_interrupts(shutil.rmtree, private_tmp, ignore_errors=True)
 
 
 def _run(argv: Sequence[str], timeout: float, full_env: dict[str, str], cwd: str | None,
