@@ -21,6 +21,8 @@ NO_PYNVML_REASON = "pynvml is not installed: pip install nvidia-ml-py"
 # answer (4 billion GPUs) would never end.
 MAX_GPUS = 256
 DEFAULT_TIMEOUT_S = 30.0
+LIBRARY = "libnvidia-ml.so.1"
+REMEDY_HINT = "check the driver with `nvidia-smi`"
 
 
 @dataclass
@@ -72,10 +74,61 @@ def probe_nvml(nvml: Any = None, timeout: float | None = None) -> NvmlFacts:
     NVML is asked in a child that is killed after `timeout` seconds; a module passed as `nvml` (a
     test's stand-in) is asked here."""
     if nvml is None:
-        from rcompat.cuda.nvml_child import probe_in_child
-
         return probe_in_child(DEFAULT_TIMEOUT_S if timeout is None else timeout)
     return probe_in_process(nvml)
+
+
+def probe_in_child(timeout: float) -> NvmlFacts:
+    """Ask the real NVML in a child (rcompat/cuda/nvml_child.py) killed after `timeout` seconds."""
+    import importlib.util
+
+    if importlib.util.find_spec("pynvml") is None:
+        return NvmlFacts(status="no-pynvml", reason=NO_PYNVML_REASON)
+    from rcompat.isolate import run_python_child
+
+    result = run_python_child("rcompat.cuda.nvml_child", timeout=timeout)
+    for record in result.records:
+        if isinstance(record.get("nvml_facts"), dict):
+            try:
+                return facts_from_dict(record["nvml_facts"])
+            except (TypeError, ValueError, KeyError) as exc:
+                return NvmlFacts(status="error", error="unreadable answer",
+                                 reason=f"the NVML probe child's answer could not be read: {exc}")
+    step = result.last_step or "start"
+    if result.timed_out:
+        error = f"timed out after {timeout:g} s in {step}"
+        reason = (f"NVML did not answer: {step} timed out after {timeout:g} s (a wedged driver or a hung "
+                  f"GPU); the probe was killed, {REMEDY_HINT}")
+    elif result.signal_name:
+        error = f"crashed with {result.signal_name} in {step}"
+        reason = (f"NVML crashed the probe child with {result.signal_name} during step '{step}' "
+                  f"({LIBRARY} is damaged or does not fit the kernel module); {REMEDY_HINT}")
+    else:
+        error = f"probe child {result.describe_end()}"
+        reason = f"the NVML probe child {result.describe_end()} during step '{step}': {result.tail(3)}"
+    facts = NvmlFacts(status="error", reason=reason, error=error)
+    facts.errors["child"] = result.describe_end()
+    return facts
+
+
+def facts_from_dict(data: dict[str, Any]) -> NvmlFacts:
+    gpus = []
+    for raw in data.get("gpus") or []:
+        procs = [GpuProcess(int(p["pid"]), p.get("used_memory_mib"), _str(p.get("name")))
+                 for p in raw.get("processes") or []]
+        gpus.append(Gpu(index=int(raw["index"]), name=_str(raw.get("name")), uuid=_str(raw.get("uuid")),
+                        compute_capability=_str(raw.get("compute_capability")),
+                        memory_total_mib=_number(raw.get("memory_total_mib")),
+                        memory_used_mib=_number(raw.get("memory_used_mib")), processes=procs,
+                        errors={str(k): str(v) for k, v in (raw.get("errors") or {}).items()}))
+    return NvmlFacts(status=str(data["status"]), reason=str(data.get("reason") or ""),
+                     error=str(data.get("error") or ""), driver_version=_str(data.get("driver_version")),
+                     cuda_driver_version=_str(data.get("cuda_driver_version")), gpus=gpus,
+                     errors={str(k): str(v) for k, v in (data.get("errors") or {}).items()})
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def probe_in_process(nvml: Any, step: Callable[[str], None] = lambda _: None) -> NvmlFacts:

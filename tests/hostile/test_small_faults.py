@@ -45,7 +45,7 @@ def test_a_timed_out_child_is_called_a_time_out(tmp_path):
 
 def test_nvml_facts_survive_the_round_trip_through_the_child():
     from rcompat.cuda.nvml import Gpu, GpuProcess, NvmlFacts
-    from rcompat.cuda.nvml_child import facts_from_dict
+    from rcompat.cuda.nvml import facts_from_dict
 
     facts = NvmlFacts(status="ok", driver_version="535.104.05", cuda_driver_version="12.2",
                       gpus=[Gpu(0, "H200", "GPU-1", "9.0", 143771.0, 1.0, [GpuProcess(7, 2.0, "R")], {"x": "y"})])

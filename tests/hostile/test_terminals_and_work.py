@@ -164,3 +164,25 @@ def test_versions_refuse_unicode_digits_and_never_echo_a_huge_argument(text):
     with pytest.raises(ValueError) as info:
         Version.parse(text)
     assert len(str(info.value)) < 120 and "Exceeds the limit" not in str(info.value)
+
+
+def test_patch_diff_of_a_sparse_change_keeps_a_bounded_number_of_runs(sentinel):
+    import numpy as np
+
+    from rcompat.elf.patch.results import MAX_RUNS
+
+    size = 16 << 20
+    original = np.zeros(size, np.uint8)
+    patched = original.copy()
+    patched[::16] = 1  # a change every 16 bytes: a million runs
+    (sentinel.inputs / "a.bin").write_bytes(original.tobytes())
+    (sentinel.inputs / "b.bin").write_bytes(patched.tobytes())
+    outcome = sentinel.run("elf", "patch-diff", str(sentinel.inputs / "a.bin"), str(sentinel.inputs / "b.bin"),
+                           "--format", "json", mem_mb=640, wall_s=120)
+    assert outcome.returncode in (0, 1) and not outcome.timed_out, outcome.stderr[-2000:]
+    import json
+
+    result = json.loads(outcome.stdout)
+    assert result["totals"]["runs"] == size // 16 and result["totals"]["changed_bytes"] == size // 16
+    assert len(result["runs"]) == MAX_RUNS and result["totals"]["runs_not_listed"] == size // 16 - MAX_RUNS
+    assert any("the rest only counted" in w for w in result["warnings"])
