@@ -50,3 +50,32 @@ def test_nvml_facts_survive_the_round_trip_through_the_child():
     facts = NvmlFacts(status="ok", driver_version="535.104.05", cuda_driver_version="12.2",
                       gpus=[Gpu(0, "H200", "GPU-1", "9.0", 143771.0, 1.0, [GpuProcess(7, 2.0, "R")], {"x": "y"})])
     assert facts_from_dict(facts.to_dict()) == facts
+
+
+def test_a_mapped_file_truncated_meanwhile_is_reported_not_a_sigbus(tmp_path):
+    import mmap
+    import subprocess
+    import time
+
+    from rcompat import mapguard
+    from rcompat.inputs import open_mapped
+
+    path = tmp_path / "libbig.so"
+    path.write_bytes(b"\x7fELF" + bytes(1 << 20))
+    truncate = None
+    with pytest.raises(mapguard.FileChanged) as info:
+        with mapguard.installed():
+            fh = open_mapped(path)
+            mapped = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+            try:
+                # the kernel holds this truncation back (the lease) and tells rcompat first
+                truncate = subprocess.Popen(["python3", "-c", "import os, sys; os.truncate(sys.argv[1], 0)", str(path)])
+                deadline = time.monotonic() + 60
+                while time.monotonic() < deadline:
+                    assert mapped[(1 << 20) - 1] == 0  # past the new end once truncated: SIGBUS without the lease
+                    time.sleep(0.01)
+            finally:
+                mapped.close()
+                fh.close()
+    assert "changed under rcompat" in str(info.value) and str(path) in str(info.value)
+    assert truncate.wait(timeout=60) == 0 and path.stat().st_size == 0  # the writer went on afterwards
