@@ -86,6 +86,7 @@ def test_device_crashing_nvml_leaves_a_report(fake_nvml, sentinel):
 
 
 def _children_of_session(sid: int) -> list[int]:
+    """The NVML probe children of rcompat process `sid` (each in a session of its own)."""
     found = []
     for name in os.listdir("/proc"):
         if name.isdigit():
@@ -95,13 +96,19 @@ def _children_of_session(sid: int) -> list[int]:
                 continue
             fields = stat[stat.rfind(b")") + 2:].split()
             if int(fields[3]) != sid and int(fields[1]) == sid:  # a child that made its own session
-                found.append(int(name))
+                try:
+                    if b"rcompat.cuda.nvml_child" in Path(f"/proc/{name}/cmdline").read_bytes():
+                        found.append(int(name))
+                except OSError:
+                    continue
     return found
 
 
-def test_sigterm_ends_device_waiting_on_a_wedged_nvml(fake_nvml, sentinel, harness):
+def _terminated_while_nvml_hangs(fake_nvml, sentinel, *argv):
+    """Run rcompat `argv` on the hanging NVML, SIGTERM it once the NVML child runs; (returncode, stdout,
+    stderr, the children it had)."""
     env = {**sentinel.env(), "LD_LIBRARY_PATH": str(fake_nvml["hang"])}
-    proc = subprocess.Popen([sys.executable, "-m", "rcompat", "device", "--timeout", "120"], cwd=sentinel.work,
+    proc = subprocess.Popen([sys.executable, "-m", "rcompat", *argv], cwd=sentinel.work,
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
     try:
@@ -111,14 +118,32 @@ def test_sigterm_ends_device_waiting_on_a_wedged_nvml(fake_nvml, sentinel, harne
         children = _children_of_session(proc.pid)
         assert children, "the NVML child never started"
         proc.send_signal(signal.SIGTERM)
-        _out, err = proc.communicate(timeout=30)
+        out, err = proc.communicate(timeout=30)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-    assert proc.returncode == 128 + signal.SIGTERM, err
+    return proc.returncode, out, err, children
+
+
+def test_sigterm_ends_device_waiting_on_a_wedged_nvml(fake_nvml, sentinel):
+    returncode, _out, err, children = _terminated_while_nvml_hangs(fake_nvml, sentinel, "device", "--timeout", "120")
+    assert returncode == 128 + signal.SIGTERM, err
     assert "terminated by SIGTERM" in err
     assert not [pid for pid in children if Path(f"/proc/{pid}").exists()], "the NVML child outlived rcompat"
+
+
+def test_sigterm_during_the_doctor_reports_what_finished(fake_nvml, sentinel):
+    returncode, out, err, children = _terminated_while_nvml_hangs(
+        fake_nvml, sentinel, "doctor", "--only", "system,cuda", "--timeout", "120", "--format", "json")
+    assert returncode == 128 + signal.SIGTERM and "terminated by SIGTERM" in err, err
+    import json
+
+    findings = {f["id"]: f for f in json.loads(out)["findings"]}
+    assert findings["SYS-OS"]["status"] == "ok"  # the system area had finished: its answer is kept
+    assert findings["CUDA-INTERRUPTED"]["status"] == "error" and "CUDA-DRIVER" not in findings
+    assert not [pid for pid in children if Path(f"/proc/{pid}").exists()]
+    assert not list(sentinel.tmp.iterdir())
 
 
 @pytest.mark.gpu
