@@ -12,6 +12,8 @@ import functools
 import re
 from dataclasses import dataclass
 
+from rcompat.errors import shown  # noqa: F401 - also for callers quoting versions
+
 _SPLIT = re.compile(r"[.\-]")
 # ASCII digits only, at most 12 to a field: `\d` would also take "٣" or "３" (which int() reads as 3), so
 # one command could accept a version another refuses; a 5,000-digit field is no version either.
@@ -20,12 +22,6 @@ _PRE = re.compile(r"^([0-9]{1,12})(?:[-_.]?(a|alpha|b|beta|rc|c|pre|preview|dev)
 _TAG_ONLY = re.compile(r"^(a|alpha|b|beta|rc|c|pre|preview|dev)([0-9]{0,12})$", re.I | re.A)
 _PRE_RANK = {"dev": -4, "a": -3, "alpha": -3, "b": -2, "beta": -2, "pre": -1, "preview": -1,
              "c": -1, "rc": -1}
-
-
-def shown(text: object, limit: int = 60) -> str:
-    """`text` quoted for an error message, cut to `limit` characters (an argument may be 5,000 digits)."""
-    value = str(text)
-    return repr(value) if len(value) <= limit else f"{value[:limit]!r}… ({len(value)} characters)"
 
 
 @functools.total_ordering

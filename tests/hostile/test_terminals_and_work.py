@@ -186,3 +186,12 @@ def test_patch_diff_of_a_sparse_change_keeps_a_bounded_number_of_runs(sentinel):
     assert result["totals"]["runs"] == size // 16 and result["totals"]["changed_bytes"] == size // 16
     assert len(result["runs"]) == MAX_RUNS and result["totals"]["runs_not_listed"] == size // 16 - MAX_RUNS
     assert any("the rest only counted" in w for w in result["warnings"])
+
+
+@pytest.mark.parametrize("argv", [("doctor", "--jobs", "٣"), ("doctor", "--timeout", "３"),
+                                  ("doctor", "--jobs", "9" * 5000), ("matrix", "check", "--driver", "9" * 5000),
+                                  ("r", "rules", "--check", "torch=" + "9" * 5000)])
+def test_numbers_and_versions_on_the_command_line_are_ascii_and_never_echoed_whole(sentinel, harness, argv):
+    outcome = sentinel.run(*argv, wall_s=60)
+    line = harness.assert_refused(sentinel, outcome, usage=True)
+    assert "Exceeds the limit" not in line and "9" * 100 not in line
