@@ -27,9 +27,17 @@ def load_error() -> str | None:
     return None
 
 
-def main() -> None:
-    from rcompat.isolate import emit
+def emit(record: dict) -> None:
+    """rcompat.isolate.emit, without importing the child helper: this child's start-up is the cost of
+    every NVML probe (its own json line, flushed at once so a crash right after leaves it)."""
+    import json
+    import sys
 
+    sys.stdout.write(json.dumps(record, default=str) + "\n")
+    sys.stdout.flush()
+
+
+def main() -> None:
     emit({"step": f"load {LIBRARY}"})
     import pynvml
 
