@@ -71,10 +71,11 @@ class Collected:
 
 
 def collect(proc: subprocess.Popen, stdin: bytes | None, deadline: float | None,
-            tick: Callable[[float], str | None] | None, kill: Callable[[], None], start: float,
+            tick: Callable[[float], str | None] | None, kill: Callable[[bool], None], start: float,
             poll_s: float) -> Collected:
-    """Read until both pipes close, the deadline passes (then `kill` and stop) or `tick(elapsed)`
-    names a reason to kill (a patient run's judgement, asked every `poll_s`)."""
+    """Read until both pipes close, the deadline passes (then `kill(False)` and stop) or `tick(elapsed)`
+    names a reason to kill (a patient run's judgement, asked every `poll_s`); `kill(True)` once the
+    child has ended and been reaped but someone still holds its pipes."""
     got = Collected()
     selector = selectors.DefaultSelector()
     names = {}
@@ -98,11 +99,11 @@ def collect(proc: subprocess.Popen, stdin: bytes | None, deadline: float | None,
                 ended_at = now
             if ended_at is not None and now - ended_at > LINGER_S:
                 got.pipes_abandoned = True
-                kill()
+                kill(True)
                 break
             if deadline is not None and now >= deadline:
-                got.timed_out = True
-                kill()
+                got.timed_out = ended_at is None  # ended in time: only its pipes outlived the deadline
+                kill(ended_at is not None)
                 _drain(selector, names, got, time.monotonic() + 0.5)
                 break
             if tick is not None and now >= next_tick:
@@ -110,7 +111,7 @@ def collect(proc: subprocess.Popen, stdin: bytes | None, deadline: float | None,
                 got.reason = tick(now - start)
                 if got.reason is not None:
                     got.timed_out = True
-                    kill()
+                    kill(ended_at is not None)
                     _drain(selector, names, got, time.monotonic() + 0.5)
                     break
             wait = min(poll_s, LINGER_S / 4)

@@ -160,7 +160,7 @@ def _run(argv: Sequence[str], timeout: float, full_env: dict[str, str], cwd: str
                 return watch.judge(elapsed)
         got = collect(proc, stdin.encode("utf-8") if stdin is not None else None,
                       None if patience is not None else start + timeout, tick,
-                      lambda: kill_tree(proc.pid, inodes), start, POLL_S)
+                      lambda reaped: kill_tree(proc.pid, inodes, reaped=reaped), start, POLL_S)
     finally:
         if proc.poll() is None:  # killed above, or interrupted (KeyboardInterrupt): never leave one behind
             kill_tree(proc.pid, inodes)

@@ -15,19 +15,21 @@ import stat
 from typing import Iterable
 
 
-def kill_tree(pid: int, pipe_inodes: Iterable[int] = ()) -> int:
+def kill_tree(pid: int, pipe_inodes: Iterable[int] = (), reaped: bool = False) -> int:
     """SIGKILL the group and session led by `pid` and whoever holds one of `pipe_inodes`; the number
-    of processes signalled beyond the group (0 when /proc cannot be read)."""
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
+    of processes signalled beyond the group (0 when /proc cannot be read). Once the child is `reaped`
+    its number may belong to a stranger's group, so then only the pipe holders are killed."""
+    if not reaped:
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
     inodes = {f"pipe:[{ino}]" for ino in pipe_inodes}
     me, killed = os.getpid(), 0
     for other in _pids():
         if other == me:
             continue
-        if _session_of(other) == pid or (inodes and _holds_any(other, inodes)):
+        if (not reaped and _session_of(other) == pid) or (inodes and _holds_any(other, inodes)):
             try:
                 os.kill(other, signal.SIGKILL)
                 killed += 1
