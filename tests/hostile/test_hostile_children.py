@@ -107,11 +107,12 @@ def test_a_fifo_named_r_on_path_is_passed_over(tmp_path):
 def test_r_facts_with_a_daemonising_rscript_ends_and_reports(sentinel, tmp_path):
     fake = tmp_path / "bin"
     fake.mkdir()
-    _script(fake / "Rscript", "setsid sleep 3145 &\necho 'no facts from me' >&2\nexit 3\n")
+    _script(fake / "Rscript", "setsid sleep 3145 &\nprintf '\\033[2J\\033[31mno facts from me\\n' >&2\nexit 3\n")
     os.mkfifo(fake / "R")
     os.chmod(fake / "R", 0o755)
     outcome = sentinel.run("r", "facts", "--engine", "rscript", "--no-discover", "--timeout", "30", wall_s=60,
                            env={"PATH": f"{fake}{os.pathsep}{os.environ['PATH']}", "R_HOME": ""})
     assert not outcome.timed_out and "internal error" not in outcome.stderr, outcome
     assert "did not report its facts" in outcome.stdout and "no facts from me" in outcome.stdout
+    assert "\x1b" not in outcome.stdout and "\\x1b[2J" in outcome.stdout  # the child's escapes, escaped
     assert _alive("3145") == []
