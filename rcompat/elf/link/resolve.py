@@ -78,12 +78,14 @@ class Resolver:
             nodes.append(Node(len(nodes), info.path, info, "already loaded", None,
                               {info.path, info.name, os.path.basename(info.path), self.root.inside(info.path)},
                               inside=self.root.inside(info.path)))
-        reused_root = self._find_loaded(nodes, root_info.path, root_info)
+        loaded = _Loaded(nodes)
+        reused_root = loaded.find(root_info.path, root_info)
         first = len(nodes)
         if reused_root is None:
             nodes.append(Node(first, inside, root_info, "root", None,
                               {root_info.path, inside} | ({root_info.soname} if root_info.soname else set()),
                               inside=inside))
+            loaded.add(nodes[-1])
         cache = self.root.ld_cache(self.cache_path)
         res = Resolution(nodes, {}, [], {}, root_index=first if reused_root is None else reused_root,
                          preloaded=first, root_fs=self.root,
@@ -95,9 +97,9 @@ class Resolver:
             loader = nodes[index]
             edges = res.edges.setdefault(index, [])
             for name in loader.info.needed:
-                hit = self._find_loaded(nodes, name)
+                hit = loaded.find(name)
                 if hit is not None:
-                    nodes[hit].names.add(name)
+                    loaded.name(hit, name)
                     edges.append(Edge(name, hit, reused=True))
                     continue
                 info, via, attempts = self._search(name, loader, nodes)
@@ -105,15 +107,16 @@ class Resolver:
                     edges.append(Edge(name, None))
                     res.missing.append(MissingLibrary(name, loader.info.name, attempts))
                     continue
-                hit = self._find_loaded(nodes, info.path, info)
+                hit = loaded.find(info.path, info)
                 if hit is not None:  # same file under another name
-                    nodes[hit].names.add(name)
+                    loaded.name(hit, name)
                     edges.append(Edge(name, hit, reused=True))
                     continue
                 found_at = attempts[-1].inside
                 node = Node(len(nodes), name, info, via, index,
                             {name, info.path, found_at} | ({info.soname} if info.soname else set()), inside=found_at)
                 nodes.append(node)
+                loaded.add(node)
                 res.attempts[node.index] = attempts
                 edges.append(Edge(name, node.index))
                 queue.append(node.index)
@@ -168,13 +171,6 @@ class Resolver:
             return read_object(self.root.host(inside))
         except ElfError as exc:
             raise ElfError(f"{inside} (in root {self.root.path})", exc.reason, exc.offset) from None
-
-    @staticmethod
-    def _find_loaded(nodes: list[Node], name: str, info: ObjectInfo | None = None) -> int | None:
-        for n in nodes:
-            if name in n.names or (info is not None and n.info.file_id == info.file_id):
-                return n.index
-        return None
 
     def _search(self, name: str, loader: Node, nodes: list[Node]):
         kind = loader.info
@@ -248,6 +244,32 @@ class Resolver:
             return None
         attempts.append(Attempt(path, via, "found", inside))
         return info
+
+
+class _Loaded:
+    """The objects of a closure by every name they answer to and by file: what a scan over all nodes
+    would answer (the first node matching either), in constant time per needed name, so a
+    closure of thousands of objects is not quadratic."""
+
+    def __init__(self, nodes: list[Node]) -> None:
+        self.nodes = nodes
+        self.names: dict[str, int] = {}
+        self.files: dict[object, int] = {}
+        for node in nodes:
+            self.add(node)
+
+    def add(self, node: Node) -> None:
+        for name in node.names:
+            self.names.setdefault(name, node.index)
+        self.files.setdefault(node.info.file_id, node.index)
+
+    def name(self, index: int, name: str) -> None:
+        self.nodes[index].names.add(name)
+        self.names.setdefault(name, index)
+
+    def find(self, name: str, info: ObjectInfo | None = None) -> int | None:
+        hits = [self.names.get(name), self.files.get(info.file_id) if info is not None else None]
+        return min((h for h in hits if h is not None), default=None)
 
 
 def _max_places() -> int:
