@@ -32,9 +32,20 @@ def one_line(text: object) -> str:
     return _CONTROL_OR_NEWLINE.sub(_escape_char, escape_undecodable(str(text)))
 
 
+# Bytes that need no escape in ASCII text where lines are kept: tab, newline, space to '~'.
+_SAFE_ASCII_LINES = bytes([9, 10, *range(0x20, 0x7f)])
+
+
 def printable(text: object) -> str:
-    """`text` with its lines kept and every other control character escaped."""
-    return _CONTROL.sub(_escape_char, escape_undecodable(str(text)))
+    """`text` with its lines kept and every other control character escaped. ASCII text without a
+    control character (nm's listing of libtorch_cpu.so, 6.6 MB) is checked in C and returned as is:
+    the regex and the surrogate check took 0.4 s of a command meant to run within 2x `nm -D`."""
+    text = str(text)
+    if text.isascii():
+        if not text.encode("ascii").translate(None, _SAFE_ASCII_LINES):
+            return text
+        return _CONTROL.sub(_escape_char, text)
+    return _CONTROL.sub(_escape_char, escape_undecodable(text))
 
 
 def xml_text(text: object) -> str:
