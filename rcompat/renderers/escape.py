@@ -10,7 +10,13 @@ from __future__ import annotations
 
 import re
 
-from rcompat.model import escape_undecodable
+
+def escape_undecodable(text: str) -> str:
+    """rcompat.model.escape_undecodable, imported when first needed: `elf symbols` escapes its output
+    and must not pay for the report model (dataclasses) it never uses."""
+    from rcompat.model import escape_undecodable as escape
+
+    return escape(text)
 
 # C0 controls (but tab), DEL and C1 controls; newline is kept where a text's lines are meant.
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
