@@ -158,7 +158,7 @@ def scan(paths: Iterable[str], apis: list[Api] | None = None) -> Report:
                            remedy=f"make them readable regular files of at most {MAX_FILE_BYTES:,} bytes, or leave "
                                   "them out; --strict fails on this",
                            evidence={"skipped": skipped}))
-    report.facts[AREA] = {"files": files, "read": read, "skipped": len(skipped), "apis": len(apis),
+    report.facts[AREA] = {"files": read, "skipped": len(skipped), "apis": len(apis),
                           "uses": sum(len(uses) for _, uses in found.values())}
     return report
 
@@ -206,6 +206,6 @@ def render_text(report: Report) -> str:
         if f.id == "SCAN-SKIPPED":
             lines.extend(one_line(f"{s['file']}: skipped: {s['why']}") for s in f.evidence["skipped"])
     skipped = facts.get("skipped", 0)
-    lines.append(f"scan: {facts.get('read', facts.get('files', 0))} file(s), {len(uses)} use(s) of deprecated APIs"
+    lines.append(f"scan: {facts.get('files', 0)} file(s), {len(uses)} use(s) of deprecated APIs"
                  f" ({removed} removed)" + (f"; {skipped} input(s) skipped, not scanned" if skipped else ""))
     return "\n".join(lines) + "\n"

@@ -155,6 +155,10 @@ def test_scan_names_and_counts_what_it_skips_and_strict_fails(sentinel):
     assert "2 input(s) skipped" in outcome.stdout
     strict = sentinel.run("scan", "--strict", "--format", "json", str(sentinel.inputs), wall_s=60)
     assert strict.returncode == 1 and "SCAN-SKIPPED" in strict.stdout
+    import json
+
+    assert json.loads(strict.stdout)["facts"]["scan"] == {"files": 1, "skipped": 2, "apis": pytest.approx(
+        json.loads(strict.stdout)["facts"]["scan"]["apis"]), "uses": 0}
 
 
 @pytest.mark.parametrize("text", ["٣.١", "１２.4", "9" * 5000])
