@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import signal
 import threading
 import time
 import traceback
@@ -122,22 +123,45 @@ def run_doctor(areas: Iterable[str] | None = None, timeout: float | None = None,
                jobs: int | None = None, use_cache: bool = True) -> Report:
     """Run the chosen areas, up to `jobs` at once (1: one after the other), each area's checks in
     order; the findings come out in AREA_MODULES order whatever finishes first. `use_cache=False`
-    bypasses every cache (rcompat.cache) for the run."""
-    from concurrent.futures import ThreadPoolExecutor
-
+    bypasses every cache (rcompat.cache) for the run. Stopped (Ctrl-C, SIGTERM), it raises
+    DoctorInterrupted holding the report of the areas that had finished."""
     chosen = resolve_areas(areas)
     ctx = Context(timeout=timeout, options=options)
     progress = progress or disabled()
     jobs = default_jobs(len(chosen)) if jobs is None else max(1, int(jobs))
     timings: dict[str, float] = {}
     results: dict[str, list[Finding]] = {}
+    stopping = threading.Event()
 
     def run_one(area: str) -> None:
         start = time.monotonic()
-        results[area] = run_area(area, ctx, progress)
-        timings[area] = round(time.monotonic() - start, 3)
+        findings = run_area(area, ctx, progress)
+        if not stopping.is_set():  # an area ending after Ctrl-C reports killed children: not an answer
+            results[area] = findings
+            timings[area] = round(time.monotonic() - start, 3)
 
     order = sorted(chosen, key=lambda a: START_ORDER.index(a) if a in START_ORDER else len(START_ORDER))
+    try:
+        _run_areas(chosen, order, jobs, run_one, stopping, use_cache)
+    except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM: the report of what finished, then the interrupt
+        stopping.set()
+        raise DoctorInterrupted(_report(chosen, ctx, results, timings, exc), exc) from None
+    return _report(chosen, ctx, results, timings)
+
+
+class DoctorInterrupted(KeyboardInterrupt):
+    """The doctor was stopped; `report` holds the areas that finished, the others as INTERRUPTED."""
+
+    def __init__(self, report: Report, cause: KeyboardInterrupt) -> None:
+        super().__init__(str(cause) or "interrupted")
+        self.report, self.cause = report, cause
+        self.signum = getattr(cause, "signum", signal.SIGINT)
+
+
+def _run_areas(chosen: list[str], order: list[str], jobs: int, run_one: Callable[[str], None],
+               stopping: threading.Event, use_cache: bool) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
     with cache.bypassed(not use_cache):
         if jobs == 1:
             for area in chosen:
@@ -151,17 +175,28 @@ def run_doctor(areas: Iterable[str] | None = None, timeout: float | None = None,
                             for future in futures:
                                 future.result()
                     except BaseException:
+                        stopping.set()
                         for future in futures:
                             future.cancel()  # areas not started yet never start
                         raise
             finally:
                 allow_children()
+
+
+def _report(chosen: list[str], ctx: Context, results: dict[str, list[Finding]], timings: dict[str, float],
+            interrupt: KeyboardInterrupt | None = None) -> Report:
     report = Report(command="doctor")
     for area in chosen:
-        report.add(results[area])
+        if area in results:
+            report.add(results[area])
+        else:
+            report.add(Finding(id=f"{area.upper()}-INTERRUPTED", area=area, status=Status.ERROR,
+                               title=f"{area} not finished: {interrupt or 'interrupted'}",
+                               message="rcompat was stopped before this area finished; its children were killed.",
+                               remedy="Rerun the doctor (with --only to run just this area)."))
     known = [k for k in AREA_MODULES if k in ctx.facts]
     report.facts = {k: ctx.facts[k] for k in known + sorted(set(ctx.facts) - set(known))}
-    report.facts["timings_s"] = {area: timings[area] for area in chosen}
+    report.facts["timings_s"] = {area: timings[area] for area in chosen if area in timings}
     return report
 
 

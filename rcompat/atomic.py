@@ -111,11 +111,13 @@ def replaced_atomically(path: "str | os.PathLike[str]") -> Iterator[Path]:
         with open(tmp, "rb+") as fh:
             os.fsync(fh.fileno())
         os.replace(tmp, real)
-    except BaseException:
+    except BaseException as exc:
         try:
             os.unlink(tmp)
         except FileNotFoundError:
             pass
+        if isinstance(exc, OSError) and exc.filename is None:  # a full disk: say which file did not fit
+            raise OSError(exc.errno, f"{exc.strerror}, writing", str(path)) from None
         raise
 
 

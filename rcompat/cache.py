@@ -143,16 +143,19 @@ def _remove(path: Path) -> None:
 
 def read_json(path: Path, fmt: int, key: object) -> dict | None:
     """The object write_json stored for `key` (its other fields beside "key"); None when the entry is
-    missing, corrupt, of another format, not a JSON object, or written for another key (compared as
-    JSON: a tuple in `key` matches the list it was stored as)."""
+    missing, corrupt, of another format, not a JSON object, nested deeper than a document may be, or
+    written for another key (compared as JSON: a tuple in `key` matches the list it was stored as)."""
     import json
+
+    from rcompat.documents import parse_json
+    from rcompat.errors import RcompatError
 
     payload = read_entry(path, fmt)
     if payload is None:
         return None
-    try:
-        data = json.loads(payload)
-    except ValueError:
+    try:  # an entry nested past the documents' limit (json.loads: RecursionError) is a miss too
+        data = parse_json(payload, str(path))
+    except RcompatError:
         return None
     if not isinstance(data, dict) or data.get("key") != json.loads(json.dumps(key, default=str)):
         return None

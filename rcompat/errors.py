@@ -1,6 +1,13 @@
 """rcompat's own errors: the CLI turns these into exit code 2 and a one-line message."""
 
 
+def shown(text: object, limit: int = 60) -> str:
+    """`text` quoted for an error message, cut to `limit` characters: an argument may be 5,000 digits,
+    and the message must stay one readable line."""
+    value = str(text)
+    return repr(value) if len(value) <= limit else f"{value[:limit]!r}… ({len(value)} characters)"
+
+
 class RcompatError(Exception):
     """Something rcompat itself could not do (bad argument, unreadable input)."""
 

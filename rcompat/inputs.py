@@ -162,10 +162,14 @@ def read_if_regular(path: "str | os.PathLike[str]", limit: int) -> bytes | None:
 def open_mapped(path: "str | os.PathLike[str]", kind: str = "a file") -> BinaryIO:
     """`path` opened like open_input but with no size limit, for files that are mapped, not read (ELF
     objects: libtorch_cuda.so is over a GiB); InputRefused(why) otherwise, for the caller's own error."""
+    from rcompat.mapguard import guard
+
     problem = file_problem(path, kind)
     if problem:
         raise InputRefused(problem)
-    return _open_checked(path, sys.maxsize, "", follow_links=True)[0]
+    fh = _open_checked(path, sys.maxsize, "", follow_links=True)[0]
+    guard(fh.fileno(), os.fspath(path))  # a truncation meanwhile: reported, not a SIGBUS (rcompat/mapguard.py)
+    return fh
 
 
 class InputRefused(Exception):

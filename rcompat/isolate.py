@@ -21,7 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 
+from rcompat.child_pipes import collect
 from rcompat.model import Finding, Status
+from rcompat.reaping import kill_tree, pipe_inode
 
 if TYPE_CHECKING:
     from rcompat.stall import Patience
@@ -43,6 +45,8 @@ class ChildResult:
     # used: {"cpu_s", "waited_s", "stopped_s"}.
     timeout_reason: str | None = None
     usage: dict[str, float] | None = None
+    output_cut: dict[str, int] = field(default_factory=dict)  # stream -> bytes dropped between head and tail
+    timeout_s: float | None = None
 
     @property
     def signal(self) -> int | None:
@@ -86,9 +90,9 @@ class ChildResult:
 
     def describe_end(self) -> str:
         if self.timed_out and self.timeout_reason == "starved":
-            return f"starved of CPU: no result within {self.duration_s:.0f} s; killed"
+            return f"starved of CPU: timed out with no result within {self.duration_s:.0f} s; killed"
         if self.timed_out:
-            return f"hung: no result within {self.duration_s:.0f} s; killed"
+            return f"hung: timed out with no result within {self.duration_s:.0f} s; killed"
         if self.signal_name:
             return f"killed by {self.signal_name}"
         return f"exited with status {self.returncode}"
@@ -97,6 +101,7 @@ class ChildResult:
         return {"command": " ".join(self.argv), "returncode": self.returncode, "signal": self.signal_name,
                 "timed_out": self.timed_out, "duration_s": round(self.duration_s, 3),
                 "last_step": self.last_step, "output_tail": self.tail(),
+                **({"output_cut_bytes": self.output_cut} if self.output_cut else {}),
                 **({"timeout_reason": self.timeout_reason, "usage": self.usage} if self.usage is not None else {})}
 
 
@@ -123,7 +128,9 @@ def run_child(argv: Sequence[str], *, timeout: float, env: Mapping[str, str] | N
         return _run(argv, timeout, full_env, cwd, stdin, start, patience)
     finally:
         if private_tmp:
-            shutil.rmtree(private_tmp, ignore_errors=True)
+            from rcompat.termination import despite_interrupts
+
+            despite_interrupts(shutil.rmtree, private_tmp, ignore_errors=True)
 
 
 def _run(argv: Sequence[str], timeout: float, full_env: dict[str, str], cwd: str | None,
@@ -131,61 +138,45 @@ def _run(argv: Sequence[str], timeout: float, full_env: dict[str, str], cwd: str
     try:
         proc = subprocess.Popen(list(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-                                env=full_env, cwd=cwd, text=True, errors="replace",
-                                start_new_session=True)
-    except OSError as exc:
+                                env=full_env, cwd=cwd, start_new_session=True)
+    except (OSError, ValueError) as exc:
         return ChildResult(list(argv), 127, False, 0.0, "", f"cannot start {argv[0]}: {exc}")
+    inodes = [i for i in (pipe_inode(proc.stdout.fileno()), pipe_inode(proc.stderr.fileno())) if i]
     with _live_lock:
-        _live.add(proc)
+        _live[proc] = inodes
         if _stopping.is_set():  # interrupted while this one started: it must not outlive the others
-            _kill_group(proc)
-    timed_out, reason, usage = False, None, None
+            kill_tree(proc.pid, inodes)
+    got = None
     try:
-        if patience is None:
-            try:
-                out, err = proc.communicate(stdin, timeout=timeout)
-            except subprocess.TimeoutExpired:
-                timed_out = True
-                _kill_group(proc)
-                out, err = proc.communicate()
-        else:
-            out, err, reason, usage = _communicate_patiently(proc, stdin, timeout, patience, start)
-            timed_out = reason is not None
+        tick = None
+        if patience is not None:
+            from rcompat.stall import Watch
+
+            watch = Watch(proc.pid, timeout, patience)
+            watch.sample(0.0)
+
+            def tick(elapsed: float) -> str | None:
+                watch.sample(elapsed)
+                return watch.judge(elapsed)
+        got = collect(proc, stdin.encode("utf-8") if stdin is not None else None,
+                      None if patience is not None else start + timeout, tick,
+                      lambda reaped: kill_tree(proc.pid, inodes, reaped=reaped), start, POLL_S)
     finally:
-        if proc.poll() is None:  # interrupted (KeyboardInterrupt): never leave a child behind
-            _kill_group(proc)
+        if proc.poll() is None:  # killed above, or interrupted (KeyboardInterrupt): never leave one behind
+            kill_tree(proc.pid, inodes)
             proc.wait()
+        for pipe in (proc.stdout, proc.stderr, proc.stdin):
+            if pipe is not None:
+                pipe.close()
         with _live_lock:
-            _live.discard(proc)
-    return ChildResult(list(argv), proc.returncode, timed_out, time.monotonic() - start,
-                       out or "", err or "", parse_json_lines(out or ""), reason, usage)
+            _live.pop(proc, None)
+    out, err = got.text("stdout"), got.text("stderr")
+    return ChildResult(list(argv), proc.returncode, got.timed_out, time.monotonic() - start, out, err,
+                       parse_json_lines(out), got.reason, watch.usage() if patience is not None else None,
+                       output_cut=got.cut, timeout_s=timeout)
 
 
-def _communicate_patiently(proc: subprocess.Popen, stdin: str | None, timeout: float, patience: "Patience",
-                           start: float) -> tuple[str, str, str | None, dict[str, float]]:
-    """communicate() in short slices (it keeps what it read across them), sampling the child between
-    them; the child's group is killed when rcompat.stall judges it hung, starved or busy."""
-    from rcompat.stall import Watch
-
-    watch = Watch(proc.pid, timeout, patience)
-    watch.sample(0.0)
-    pending = stdin
-    while True:
-        try:
-            out, err = proc.communicate(pending, timeout=POLL_S)
-            return out, err, None, watch.usage()
-        except subprocess.TimeoutExpired:
-            pending = None  # handed over with the first slice
-        elapsed = time.monotonic() - start
-        watch.sample(elapsed)
-        reason = watch.judge(elapsed)
-        if reason is not None:
-            _kill_group(proc)
-            out, err = proc.communicate()
-            return out, err, reason, watch.usage()
-
-
-_live: set[subprocess.Popen] = set()
+_live: dict[subprocess.Popen, list[int]] = {}
 _live_lock = threading.Lock()
 _stopping = threading.Event()
 
@@ -201,8 +192,8 @@ def children_stopped_on_interrupt() -> Iterator[None]:
     except BaseException:
         _stopping.set()
         with _live_lock:
-            for proc in list(_live):
-                _kill_group(proc)
+            for proc, inodes in list(_live.items()):
+                kill_tree(proc.pid, inodes)
         raise
 
 
@@ -211,25 +202,20 @@ def allow_children() -> None:
     _stopping.clear()
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        try:
-            proc.kill()
-        except ProcessLookupError:
-            pass
-
-
 def parse_json_lines(text: str) -> list[dict[str, Any]]:
-    """JSON objects one per line; other lines (R's chatter, warnings) are ignored."""
+    """JSON objects one per line; other lines (R's chatter, warnings) are ignored, and so is a line
+    nested deeper than a user's document may be (rcompat.documents), which json.loads would answer
+    with a RecursionError."""
+    from rcompat.documents import parse_json
+    from rcompat.errors import RcompatError
+
     records = []
     for line in text.splitlines():
         line = line.strip()
         if line.startswith("{") and line.endswith("}"):
             try:
-                obj = json.loads(line)
-            except ValueError:
+                obj = parse_json(line, "a child's JSON line")
+            except RcompatError:
                 continue
             if isinstance(obj, dict):
                 records.append(obj)

@@ -12,11 +12,11 @@ import glob
 import json
 import os
 import platform
-import shutil
 from pathlib import Path
 from typing import Any, Iterable
 
 from rcompat.model import Finding, Status
+from rcompat.reaping import find_executable
 
 AREA = "system"
 TITLE = "operating system, C library, compiler, CPU, CUDA toolkit, locale"
@@ -69,7 +69,7 @@ def glibc_version() -> str | None:
 
 
 def compiler() -> dict[str, Any]:
-    gcc = shutil.which("gcc") or shutil.which("cc")
+    gcc = find_executable("gcc") or find_executable("cc")
     out: dict[str, Any] = {"path": gcc, "python_built_with": platform.python_compiler()}
     if gcc:
         from rcompat.isolate import run_child
@@ -82,7 +82,7 @@ def compiler() -> dict[str, Any]:
 def nvcc() -> dict[str, Any]:
     """The CUDA toolkit's nvcc: on PATH, else the usual install roots. Its version from the toolkit's
     version.json, else from `nvcc --version` (a toolkit installed from wheels has no version.json)."""
-    found = shutil.which("nvcc")
+    found = find_executable("nvcc")
     candidates = [found] if found else []
     for pattern in CUDA_ROOTS:
         candidates += sorted(glob.glob(os.path.join(pattern, "bin", "nvcc")), reverse=True)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import signal
 import threading
 from contextlib import contextmanager
-from typing import Iterator
+from typing import Any, Callable, Iterator
 
 TERMINATING_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 
@@ -56,3 +56,18 @@ def terminating_signals_interrupt() -> Iterator[None]:
     finally:
         for signum, old in previous.items():
             signal.signal(signum, old)
+
+
+def despite_interrupts(clean_up: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
+    """Run `clean_up` to its end even when Ctrl-C or SIGTERM arrives meanwhile (removing a temporary
+    root of hundreds of MB takes seconds, and a Ctrl-C there left it behind); the interrupt is raised
+    again once it is done. `clean_up` must be safe to run again from the start (rmtree is)."""
+    interrupted: KeyboardInterrupt | None = None
+    while True:
+        try:
+            clean_up(*args, **kwargs)
+            break
+        except KeyboardInterrupt as exc:
+            interrupted = interrupted or exc
+    if interrupted is not None:
+        raise interrupted

@@ -12,9 +12,14 @@ import functools
 import re
 from dataclasses import dataclass
 
+from rcompat.errors import shown  # noqa: F401 - also for callers quoting versions
+
 _SPLIT = re.compile(r"[.\-]")
-_PRE = re.compile(r"^(\d+)(?:[-_.]?(a|alpha|b|beta|rc|c|pre|preview|dev)[-_.]?(\d*))?$", re.I)
-_TAG_ONLY = re.compile(r"^(a|alpha|b|beta|rc|c|pre|preview|dev)(\d*)$", re.I)
+# ASCII digits only, at most 12 to a field: `\d` would also take "٣" or "３" (which int() reads as 3), so
+# one command could accept a version another refuses; a 5,000-digit field is no version either.
+_PRE = re.compile(r"^([0-9]{1,12})(?:[-_.]?(a|alpha|b|beta|rc|c|pre|preview|dev)[-_.]?([0-9]{0,12}))?$",
+                  re.I | re.A)
+_TAG_ONLY = re.compile(r"^(a|alpha|b|beta|rc|c|pre|preview|dev)([0-9]{0,12})$", re.I | re.A)
 _PRE_RANK = {"dev": -4, "a": -3, "alpha": -3, "b": -2, "beta": -2, "pre": -1, "preview": -1,
              "c": -1, "rc": -1}
 
@@ -34,7 +39,7 @@ class Version:
         raw = str(text).strip()
         body, _, local = raw.lstrip("vV").partition("+")
         if not body:
-            raise ValueError(f"not a version: {text!r}")
+            raise ValueError(f"not a version: {shown(text)}")
         release: list[int] = []
         pre = None
         parts = _SPLIT.split(body)
@@ -45,11 +50,11 @@ class Version:
                 break
             m = _PRE.match(part)
             if not m:
-                raise ValueError(f"not a version: {text!r}")
+                raise ValueError(f"not a version: {shown(text)}")
             release.append(int(m.group(1)))
             if m.group(2):
                 if i != len(parts) - 1:
-                    raise ValueError(f"not a version: {text!r}")
+                    raise ValueError(f"not a version: {shown(text)}")
                 pre = (_PRE_RANK[m.group(2).lower()], int(m.group(3) or 0))
         return cls(raw, tuple(release), pre, local)
 
@@ -106,7 +111,7 @@ class Specifier:
         for piece in (p for p in self.text.split(",") if p.strip()):
             m = _CLAUSE.match(piece)
             if not m:
-                raise ValueError(f"bad version specifier {self.text!r}")
+                raise ValueError(f"bad version specifier {shown(self.text)}")
             out.append((m.group(1) or "==", m.group(2)))
         return out
 

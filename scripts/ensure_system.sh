@@ -8,7 +8,7 @@
 set -uo pipefail
 
 APT_PACKAGES=(r-base-core r-base-dev r-cran-reticulate r-cran-jsonlite r-cran-testthat
-              abigail-tools binutils gcc libc6-dev make debootstrap)
+              abigail-tools binutils gcc libc6-dev make debootstrap locales)
 # What each command or part is for, to say why it is installed.
 declare -A WHY=(
   [Rscript]="R, which rcompat probes and the R tests run"
@@ -32,6 +32,8 @@ if command -v Rscript >/dev/null 2>&1; then
   fi
   [ -f "$(R RHOME)/include/R.h" ] || [ -f /usr/share/R/include/R.h ] || missing+=("R headers (r-base-dev: building rpy2 and the fixture packages)")
 fi
+# locales: the locale sources localedef compiles (tests/hostile builds a Latin-1 locale to test reports there)
+[ -f /usr/share/i18n/charmaps/ISO-8859-1.gz ] || missing+=("locale sources (locales: tests/hostile compiles a Latin-1 locale with localedef)")
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0
 fi

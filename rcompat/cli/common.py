@@ -7,6 +7,8 @@ import sys
 import time
 from collections.abc import Iterable
 
+from rcompat.errors import shown
+
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up of every command)
 if TYPE_CHECKING:  # the model and the renderers load with the report, not with the parser
     from rcompat.model import Report
@@ -63,13 +65,13 @@ def add_command_group(sub, name: str, *, metavar: str = "SUBCOMMAND", **parser_o
 def timeout_seconds(text: str) -> float:
     """argparse type of every --timeout: nan, inf or <= 0 would reach the child helper (int(nan) there,
     or a child killed at once and reported as a finding) instead of being refused as a bad option."""
-    try:
-        value = float(text)
+    try:  # ASCII only: float() also reads "٣" and "３" as 3, which no other option or version takes
+        value = float(text) if text.isascii() else float("nan")
     except ValueError:
         value = float("nan")
     if not 0 < value <= MAX_TIMEOUT_S:  # also false for nan
         raise argparse.ArgumentTypeError(
-            f"must be a number of seconds more than 0 and at most {MAX_TIMEOUT_S:g}, not {text!r}")
+            f"must be a number of seconds more than 0 and at most {MAX_TIMEOUT_S:g}, not {shown(text)}")
     return value
 
 
@@ -79,12 +81,12 @@ def whole_number(low: int, high: int, unit: str = ""):
     what = f"a whole number of {unit}" if unit else "a whole number"
 
     def parse(text: str) -> int:
-        try:
-            value = int(text)
+        try:  # ASCII digits only, as every version and number rcompat reads; no 5,000-digit int()
+            value = int(text) if text.isascii() and len(text.strip()) <= 20 else low - 1
         except ValueError:
             value = low - 1
         if not low <= value <= high:
-            raise argparse.ArgumentTypeError(f"must be {what} from {low} to {high}, not {text!r}")
+            raise argparse.ArgumentTypeError(f"must be {what} from {low} to {high}, not {shown(text)}")
         return value
 
     return parse
@@ -108,14 +110,29 @@ def add_quiet_option(parser: argparse.ArgumentParser) -> None:
                         help="no progress on stderr (progress is shown only when stderr is a terminal)")
 
 
-def write_output(text: str, output: str | None) -> None:
+def write_output(text: str, output: str | None, escape: bool = True) -> None:
+    """Write `text` to `output` (a file, atomically, UTF-8) or stdout. Control characters are escaped
+    (rcompat.renderers.escape.printable: newlines and tabs kept): names, paths and messages from
+    inputs (ELF strings, a child's stderr, NVML strings) must not move a terminal's cursor or recolour
+    it. Only the text renderer's own colours pass, with escape=False (it escapes its inputs itself)."""
+    if escape:
+        from rcompat.renderers.escape import printable
+
+        text = printable(text)
     if output and output != "-":
         from rcompat.atomic import write_text_atomic
 
         write_text_atomic(output, text)
     else:
-        sys.stdout.write(text)
-        sys.stdout.flush()
+        try:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+        except BrokenPipeError:
+            raise  # `| head`: the reader has what it wanted
+        except OSError as exc:
+            from rcompat.errors import RcompatError
+
+            raise RcompatError(f"cannot write the report to standard output: {exc.strerror or exc}") from None
 
 
 def emit_report(report: Report, args: argparse.Namespace, prefix: str = "") -> int:
@@ -135,5 +152,10 @@ def emit_report(report: Report, args: argparse.Namespace, prefix: str = "") -> i
     share_duration([f for f in report.findings if f.duration_s is None], time.monotonic() - COMMAND_STARTED)
     text = render(report, fmt, colour=colour, verbose=getattr(args, "verbose", False), strict=strict,
                   width=width)
-    write_output(prefix + text, output)
+    if colour:  # the renderer escaped the findings; the colours are its own
+        from rcompat.renderers.escape import printable
+
+        write_output(printable(prefix) + text, output, escape=False)
+    else:
+        write_output(prefix + text, output)
     return report.exit_code(strict=strict)

@@ -32,7 +32,13 @@ def run(args: argparse.Namespace) -> int:
     from rcompat.progress import progress_for
 
     # run_doctor resolves the names before any probe runs: a bad one is a UsageError, exit 2
-    with progress_for(args, label="rcompat doctor") as progress:
-        report = run_doctor(args.only, timeout=args.timeout, progress=progress, jobs=args.jobs,
-                            use_cache=not args.no_cache)
+    from rcompat.areas import DoctorInterrupted
+
+    try:
+        with progress_for(args, label="rcompat doctor") as progress:
+            report = run_doctor(args.only, timeout=args.timeout, progress=progress, jobs=args.jobs,
+                                use_cache=not args.no_cache)
+    except DoctorInterrupted as stopped:  # what finished is written, then the exit code says why it ended
+        emit_report(stopped.report, args)
+        raise stopped.cause from None
     return emit_report(report, args)

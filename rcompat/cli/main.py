@@ -80,9 +80,17 @@ def _top_parser() -> tuple[argparse.ArgumentParser, argparse.Action]:
 def main(argv: Sequence[str] | None = None) -> int:
     from rcompat.termination import terminating_signals_interrupt
 
+    from rcompat import mapguard
+    from rcompat.streams import prepare, settle
+
     argv = list(sys.argv[1:] if argv is None else argv)
-    with terminating_signals_interrupt():  # SIGTERM/SIGHUP clean up as Ctrl-C does
-        return _main(argv)
+    restore = prepare()  # closed, full or non-UTF-8 standard streams (rcompat/streams.py)
+    try:
+        with terminating_signals_interrupt(), mapguard.installed():  # SIGTERM/SIGHUP clean up as Ctrl-C
+            return _main(argv)                                      # does; a truncated mapped file too
+    finally:
+        settle()  # a stdout that failed must not turn the exit code into 120 at Python's exit flush
+        restore()
 
 
 def _main(argv: list[str]) -> int:
@@ -98,7 +106,12 @@ def _main(argv: list[str]) -> int:
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else EXIT_ERROR
     except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM/SIGHUP (rcompat.termination.Terminated)
+        from rcompat.mapguard import FileChanged
         from rcompat.termination import exit_code
+
+        if isinstance(exc, FileChanged):
+            _say(f"rcompat: error: {exc}\n")
+            return EXIT_ERROR
 
         _say(f"rcompat: {str(exc) or 'interrupted'}\n")
         return exit_code(exc)

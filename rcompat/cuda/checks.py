@@ -23,7 +23,7 @@ NVML_SOURCE = "NVIDIA NVML API (nvmlSystemGetCudaDriverVersion_v2; REFERENCE.md)
 
 def nvml_facts(ctx) -> NvmlFacts:
     """What NVML says, asked once per run: the torch cache's key and the findings read the same answer."""
-    return ctx.memo("nvml.facts", lambda: probe_nvml(ctx.options.get("nvml")))
+    return ctx.memo("nvml.facts", lambda: probe_nvml(ctx.options.get("nvml"), timeout=ctx.timeout))
 
 
 def torch_facts(ctx) -> dict:

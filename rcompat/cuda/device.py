@@ -59,7 +59,7 @@ def choose_device(nvml: Any = None, cache_dir: "str | os.PathLike[str] | None" =
     early = _environment_says_no(env)
     if early:
         return early
-    nv = probe_nvml(nvml)
+    nv = probe_nvml(nvml, timeout=timeout)
     early = _driver_says_no(nv)
     if early:
         return early

@@ -73,7 +73,7 @@ def gather(nvml: Any = None, timeout: float = 60.0, env: Mapping[str, str] | Non
            r_facts: Any = None, with_torch: bool = True, nvml_facts: NvmlFacts | None = None) -> CudaFacts:
     """Every CUDA fact; `nvml_facts`, when given, is NVML's answer already asked for (then `nvml` is unused)."""
     env = dict(os.environ if env is None else env)
-    nvml_facts = probe_nvml(nvml) if nvml_facts is None else nvml_facts
+    nvml_facts = probe_nvml(nvml, timeout=timeout) if nvml_facts is None else nvml_facts
     torch = probe_torch(timeout=timeout, env=env) if with_torch else {"status": "not-probed"}
     rtorch = rtorch_view(r_facts)
     dist = torch_distribution()

@@ -15,6 +15,7 @@ from rcompat.cuda.tables import (Tables, build_tag, cuda_from_build_tag, load_ta
                                  public_row, rtorch_cuda_builds, version)
 from rcompat.errors import UsageError
 from rcompat.model import SEVERITY, Finding, Status, join_sources
+from rcompat.errors import shown
 
 AREA = "cuda"
 STACK_KEYS = ("driver", "driver_cuda", "cuda", "cudnn", "cublas", "torch", "rtorch", "tensorflow")
@@ -59,7 +60,7 @@ def normalise_stack(stack: Mapping[str, Any]) -> dict[str, str]:
             continue
         text = str(value).strip()
         if version(text) is None:
-            raise UsageError(f"{key} {text!r} is not a version")
+            raise UsageError(f"{key} {shown(text)} is not a version")
         out[key] = text
     return out
 

@@ -1,8 +1,11 @@
 """What the NVIDIA driver says, through NVML (the `pynvml` module of nvidia-ml-py).
 
 This is the one seam where the driver is reached: `probe_nvml(nvml)` takes the module object, so a test
-on a machine without a driver passes an object with the same function names. NVML is a thin C library
-that neither creates a CUDA context nor hangs the way CUDA initialisation can, so it runs in-process.
+on a machine without a driver passes an object with the same function names. Without one, the real
+library is asked in a child process (rcompat/cuda/nvml_child.py, through rcompat.isolate): NVML is
+foreign native code, and a wedged driver (mid-upgrade, a hung GPU) never returns from nvmlInit, a
+broken libnvidia-ml.so.1 can crash when loaded, and in-process either would take rcompat with it;
+in a child a hang is a time-out and a crash a signal, both reported as NVML errors, never as absence.
 
 `nvmlSystemGetCudaDriverVersion_v2` is used, not v1: v1 returns a guessed version when libcuda is absent,
 v2 reports LIBRARY_NOT_FOUND instead (REFERENCE.md, NVML).
@@ -10,10 +13,16 @@ v2 reports LIBRARY_NOT_FOUND instead (REFERENCE.md, NVML).
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 NO_DRIVER_REASON = "no NVIDIA driver (libnvidia-ml.so.1 not found)"
 NO_PYNVML_REASON = "pynvml is not installed: pip install nvidia-ml-py"
+# Far above any real machine (a DGX has 16); a driver claiming more is wrong, and looping over its
+# answer (4 billion GPUs) would never end.
+MAX_GPUS = 256
+DEFAULT_TIMEOUT_S = 30.0
+LIBRARY = "libnvidia-ml.so.1"
+REMEDY_HINT = "check the driver with `nvidia-smi`"
 
 
 @dataclass
@@ -60,21 +69,81 @@ def decode_cuda_driver_version(value: int) -> str:
     return f"{value // 1000}.{(value % 1000) // 10}"
 
 
-def probe_nvml(nvml: Any = None) -> NvmlFacts:
-    """Driver, CUDA driver version and every GPU; never raises for driver-side problems."""
+def probe_nvml(nvml: Any = None, timeout: float | None = None) -> NvmlFacts:
+    """Driver, CUDA driver version and every GPU; never raises for driver-side problems. The real
+    NVML is asked in a child that is killed after `timeout` seconds; a module passed as `nvml` (a
+    test's stand-in) is asked here."""
     if nvml is None:
-        try:
-            import pynvml as nvml  # noqa: PLC0415 - optional dependency, imported when probed
-        except ImportError:
-            return NvmlFacts(status="no-pynvml", reason=NO_PYNVML_REASON)
+        return probe_in_child(DEFAULT_TIMEOUT_S if timeout is None else timeout)
+    return probe_in_process(nvml)
+
+
+def probe_in_child(timeout: float) -> NvmlFacts:
+    """Ask the real NVML in a child (rcompat/cuda/nvml_child.py) killed after `timeout` seconds."""
+    import importlib.util
+
+    if importlib.util.find_spec("pynvml") is None:
+        return NvmlFacts(status="no-pynvml", reason=NO_PYNVML_REASON)
+    from rcompat.isolate import run_python_child
+
+    result = run_python_child("rcompat.cuda.nvml_child", timeout=timeout)
+    for record in result.records:
+        if isinstance(record.get("nvml_facts"), dict):
+            try:
+                return facts_from_dict(record["nvml_facts"])
+            except (TypeError, ValueError, KeyError) as exc:
+                return NvmlFacts(status="error", error="unreadable answer",
+                                 reason=f"the NVML probe child's answer could not be read: {exc}")
+    step = result.last_step or "start"
+    if result.timed_out:
+        error = f"timed out after {timeout:g} s in {step}"
+        reason = (f"NVML did not answer: {step} timed out after {timeout:g} s (a wedged driver or a hung "
+                  f"GPU); the probe was killed, {REMEDY_HINT}")
+    elif result.signal_name:
+        error = f"crashed with {result.signal_name} in {step}"
+        reason = (f"NVML crashed the probe child with {result.signal_name} during step '{step}' "
+                  f"({LIBRARY} is damaged or does not fit the kernel module); {REMEDY_HINT}")
+    else:
+        error = f"probe child {result.describe_end()}"
+        reason = f"the NVML probe child {result.describe_end()} during step '{step}': {result.tail(3)}"
+    facts = NvmlFacts(status="error", reason=reason, error=error)
+    facts.errors["child"] = result.describe_end()
+    return facts
+
+
+def facts_from_dict(data: dict[str, Any]) -> NvmlFacts:
+    gpus = []
+    for raw in data.get("gpus") or []:
+        procs = [GpuProcess(int(p["pid"]), p.get("used_memory_mib"), _str(p.get("name")))
+                 for p in raw.get("processes") or []]
+        gpus.append(Gpu(index=int(raw["index"]), name=_str(raw.get("name")), uuid=_str(raw.get("uuid")),
+                        compute_capability=_str(raw.get("compute_capability")),
+                        memory_total_mib=_number(raw.get("memory_total_mib")),
+                        memory_used_mib=_number(raw.get("memory_used_mib")), processes=procs,
+                        errors={str(k): str(v) for k, v in (raw.get("errors") or {}).items()}))
+    return NvmlFacts(status=str(data["status"]), reason=str(data.get("reason") or ""),
+                     error=str(data.get("error") or ""), driver_version=_str(data.get("driver_version")),
+                     cuda_driver_version=_str(data.get("cuda_driver_version")), gpus=gpus,
+                     errors={str(k): str(v) for k, v in (data.get("errors") or {}).items()})
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def probe_in_process(nvml: Any, step: Callable[[str], None] = lambda _: None) -> NvmlFacts:
+    """probe_nvml in this very process (the child's side, and tests' stand-in modules); `step` is told
+    what is about to be asked, so a child that hangs or crashes there can be reported by its step."""
     error_type = getattr(nvml, "NVMLError", Exception)
     try:
+        step("nvmlInit")
         nvml.nvmlInit()
     except error_type as exc:
         if _is_library_not_found(nvml, exc):
             return NvmlFacts(status="no-driver", reason=NO_DRIVER_REASON, error=_text(exc))
         return NvmlFacts(status="error", reason=f"NVML initialisation failed: {_text(exc)}", error=_text(exc))
     try:
+        step("query the driver and GPUs")
         return _query(nvml, error_type)
     finally:
         try:
@@ -94,12 +163,23 @@ def _query(nvml: Any, error_type: type) -> NvmlFacts:
             return None
 
     facts.driver_version = _str(ask("driver_version", nvml.nvmlSystemGetDriverVersion))
+    if facts.driver_version is not None and not _is_version(facts.driver_version):
+        facts.status, facts.error = "error", f"unreadable driver version {facts.driver_version[:80]!r}"
+        facts.reason = (f"NVML reports the driver version as {facts.driver_version[:80]!r}, which is not a "
+                        "version number (a damaged or mismatched libnvidia-ml.so.1)")
+        facts.driver_version = None
+        return facts
     cuda = ask("cuda_driver_version", nvml.nvmlSystemGetCudaDriverVersion_v2)
     facts.cuda_driver_version = decode_cuda_driver_version(int(cuda)) if cuda else None
     count = ask("device_count", nvml.nvmlDeviceGetCount)
     if count is None:
         facts.status, facts.error = "error", facts.errors["device_count"]
         facts.reason = f"NVML cannot count the GPUs: {facts.error}"
+        return facts
+    if int(count) > MAX_GPUS:
+        facts.status, facts.error = "error", f"NVML claims {int(count)} GPUs"
+        facts.reason = (f"NVML claims {int(count)} GPUs, more than the {MAX_GPUS} any machine has: the "
+                        "driver's answer is wrong, and no GPU was read")
         return facts
     for index in range(int(count)):
         gpu = Gpu(index=index)
@@ -132,6 +212,16 @@ def process_name(pid: int) -> str | None:
             return fh.read().strip() or None
     except OSError:
         return None
+
+
+def _is_version(text: str) -> bool:
+    from rcompat.versions import Version
+
+    try:
+        Version.parse(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _is_library_not_found(nvml: Any, exc: BaseException) -> bool:

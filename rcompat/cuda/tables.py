@@ -55,7 +55,7 @@ def major_minor(text: "str | Version | None") -> str | None:
 def cuda_from_build_tag(tag: str) -> str | None:
     """cu121 -> 12.1, cu118 -> 11.8, cu102 -> 10.2, cu92 -> 9.2; anything else -> None."""
     tag = tag.strip().lower()
-    if not tag.startswith("cu") or not tag[2:].isdigit() or len(tag) < 4:
+    if not tag.startswith("cu") or not tag[2:].isascii() or not tag[2:].isdigit() or len(tag) < 4:
         return None
     digits = tag[2:]
     return f"{int(digits[:-1])}.{digits[-1]}"

@@ -4,6 +4,8 @@ from __future__ import annotations
 import argparse
 import math
 
+from rcompat.errors import shown
+
 from rcompat.cli.common import (add_command_group, add_quiet_option, add_report_options, timeout_seconds,
                                 whole_number)
 
@@ -68,7 +70,7 @@ def _tolerance(text: str) -> float:
     except ValueError:
         value = float("nan")
     if not (math.isfinite(value) and value >= 0):
-        raise argparse.ArgumentTypeError(f"must be a number >= 0, not {text!r}")
+        raise argparse.ArgumentTypeError(f"must be a number >= 0, not {shown(text)}")
     return value
 
 

@@ -88,7 +88,9 @@ def check_rpy2(ctx) -> Iterable[Finding]:
     text = str(error.get("message", ""))
     if (rpy2.get("child") or {}).get("timed_out"):
         yield _f("R-RPY2", Status.FAIL, f"embedding R through rpy2 {rpy2.get('version')} hung",
-                 message=f"the rpy2 worker was killed after the timeout at '{error.get('stage')}'.",
+                 message="the rpy2 worker timed out and was killed" + (f" in step '{error['stage']}'."
+                                                                       if error.get("stage") else
+                                                                       " before it reported a step."),
                  remedy="Raise --timeout if this machine is slow; otherwise run "
                         "`python -c 'import rpy2.robjects'` to see where R stops.", evidence=rpy2)
         return
@@ -196,6 +198,13 @@ def check_reticulate_python(ctx) -> Iterable[Finding]:
     if not facts.available:
         return
     ret = facts.reticulate
+    if ret.get("child_error"):  # a time-out or crash of the discovery: unknown, never "not installed"
+        yield _f("R-RETICULATE-PYTHON", Status.ERROR, f"reticulate's Python unknown: {ret['note']}",
+                 message=f"{ret['child_error']}.",
+                 remedy="Raise --timeout if this machine is slow; otherwise run "
+                        "`Rscript -e 'reticulate::py_discover_config()'` to see where it stops.",
+                 evidence={"reticulate": ret})
+        return
     if ret.get("method") == "none" or not ret:
         yield _f("R-RETICULATE-PYTHON", Status.SKIP, "reticulate not installed",
                  message=str(ret.get("note", "no reticulate facts")))

@@ -147,14 +147,15 @@ def probe(timeout: float | None = None, lib_paths: Sequence[str] | None = None,
             core = _core_through_rpy2(facts, script, timeout)
             if core is not None:
                 compiler = probe_compiler(install.r, timeout=timeout, env=child_env)
-            reticulate = discovery.result().get("reticulate")
+            found = discovery.result()
+            reticulate = found.get("reticulate") or _reticulate_unknown(found.get(FAILED))
             # rpy2 failed: Rscript for the core facts, unless the Rscript child just failed too
-            if core is None and reticulate is not None:
+            if core is None and reticulate is not None and not reticulate.get("child_error"):
                 core = _rscript_facts(facts, install, script, ["core"], timeout).get("core")
                 facts.engine = "rscript" if core is not None else None
         else:
             both = _rscript_facts(facts, install, script, ["core", *reticulate_parts], timeout)
-            core, reticulate = both.get("core"), both.get("reticulate")
+            core, reticulate = both.get("core"), both.get("reticulate") or _reticulate_unknown(both.get(FAILED))
             if core is not None:
                 facts.engine = "rscript"
     if core is None:
@@ -220,7 +221,20 @@ def _rscript_facts(facts: RFacts, install: RInstall, script: Path, parts: list[s
         if "r_facts" in record:
             return record["r_facts"]
     facts.errors.append({"what": f"Rscript r_facts.R {' '.join(parts)}", **result.to_evidence()})
-    return {}
+    return {FAILED: {"end": result.describe_end(), "timed_out": result.timed_out, "parts": parts}}
+
+
+FAILED = "_child_failed"
+
+
+def _reticulate_unknown(failure: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The reticulate facts of a discovery child that failed: never "not installed" (a time-out or a
+    crash says nothing about whether reticulate is there)."""
+    if not failure or "reticulate" not in failure.get("parts", []):
+        return None
+    what = "timed out" if failure.get("timed_out") else "failed"
+    return {"method": "unknown", "child_error": f"reticulate's discovery (an Rscript child) {failure['end']}",
+            "timed_out": bool(failure.get("timed_out")), "note": f"reticulate's discovery {what}"}
 
 
 def _apply_core(facts: RFacts, core: Mapping[str, Any]) -> None:

@@ -10,11 +10,12 @@ Two facts other engines need before they touch R:
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
+
+from rcompat.reaping import find_executable, is_executable_file
 
 # Executables that are R itself; RStudio's rsession and R's own binary embed libR.
 R_EXECUTABLES = frozenset({"R", "Rterm", "rsession", "Rgui"})
@@ -50,26 +51,28 @@ def locate_r(env: Mapping[str, str] | None = None) -> RInstall | None:
     r_home = env.get("R_HOME", "").strip()
     if r_home:
         rscript, r = Path(r_home, "bin", "Rscript"), Path(r_home, "bin", "R")
-        if rscript.is_file() and os.access(rscript, os.X_OK):
+        if is_executable_file(rscript):
             return RInstall(r_home, str(rscript), str(r), "R_HOME")
     path = env.get("PATH", os.defpath)
-    rscript_on_path = shutil.which("Rscript", path=path)
+    rscript_on_path = find_executable("Rscript", path)
     if not rscript_on_path:
         return None
     real = Path(rscript_on_path).resolve()
-    r_on_path = shutil.which("R", path=path) or str(real.with_name("R"))
+    r_on_path = find_executable("R", path) or str(real.with_name("R"))
     return RInstall(_home_of(r_on_path) or "", rscript_on_path, r_on_path, "PATH")
 
 
 def _home_of(r_front_end: str) -> str | None:
-    """R's front end is a shell script that sets R_HOME_DIR; read it rather than run R."""
-    try:
-        with open(r_front_end, encoding="utf-8", errors="replace") as fh:
-            for line in fh:
-                if line.startswith("R_HOME_DIR="):
-                    return line.split("=", 1)[1].strip().strip("'\"")
-    except OSError:
+    """R's front end is a shell script that sets R_HOME_DIR; read it rather than run R (opened only if
+    a regular file, never waiting on a FIFO, and only its first 64 KB)."""
+    from rcompat.inputs import read_if_regular
+
+    data = read_if_regular(os.path.realpath(r_front_end), 1 << 20)
+    if data is None:
         return None
+    for line in data[:1 << 16].decode("utf-8", "replace").splitlines():
+        if line.startswith("R_HOME_DIR="):
+            return line.split("=", 1)[1].strip().strip("'\"")
     return None
 
 

@@ -26,7 +26,7 @@ from typing import Any, Iterable, Mapping
 from rcompat.data import load_toml
 from rcompat.errors import DataError
 from rcompat.model import Finding, Status
-from rcompat.versions import Specifier, Version, matches
+from rcompat.versions import Specifier, Version, matches, shown
 
 RULES_FILE = "r_rules.toml"
 NAME_COMPONENTS = frozenset({"os"})
@@ -195,7 +195,7 @@ def parse_stack(items: Iterable[str]) -> dict[str, str]:
         name, sep, version = item.partition("=")
         name, version = name.strip(), version.strip()
         if not sep or not name or not version:
-            raise UsageError(f"expected COMPONENT=VERSION, got {item!r}")
+            raise UsageError(f"expected COMPONENT=VERSION, got {shown(item)}")
         if name in stack:
             raise UsageError(f"{name} given twice ({stack[name]} and {version}); give each component once")
         if name not in NAME_COMPONENTS:

@@ -2,9 +2,8 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
-from rcompat.cli.common import add_quiet_option, add_report_options, emit_report
+from rcompat.cli.common import add_quiet_option, add_report_options, emit_report, write_output
 
 
 def register(sub) -> None:
@@ -66,7 +65,7 @@ def run_race(args: argparse.Namespace) -> int:
     if prefix and args.output and args.output != "-":  # "-" is stdout, as for every --output
         return _emit_with_prefix(report, args, prefix(result))
     if prefix:
-        sys.stdout.write(prefix(result))
+        write_output(prefix(result), None)  # trial output (R's stderr) escaped like every printer
     return emit_report(report, args)
 
 

@@ -23,7 +23,7 @@ from typing import Any, Iterable, Sequence
 from rcompat.errors import UsageError
 from rcompat.model import Finding, Status
 from rcompat.tools.engines import CONFIDENCE_ORDER, DEFAULT_MIN_CONFIDENCE, confident
-from rcompat.versions import Version
+from rcompat.versions import Version, shown
 
 CPU = "cpu"
 # Cell key -> the component name the R rules use. "cuda" is judged by the CUDA tables instead.
@@ -79,7 +79,7 @@ def parse_list(text: str | None, name: str, allow_cpu: bool = False) -> list[str
         try:
             Version.parse(item)
         except ValueError:
-            raise UsageError(f"--{name}: {item!r} is not a version") from None
+            raise UsageError(f"--{name}: {shown(item)} is not a version") from None
     seen: dict[str, None] = {}
     for item in items:
         seen.setdefault(item.lower() if item.lower() == CPU else item, None)

@@ -21,10 +21,10 @@ from typing import Any
 from rcompat.errors import RcompatError, UsageError
 from rcompat.inputs import read_input
 from rcompat.model import Finding, Report, Status
-from rcompat.versions import Version
+from rcompat.versions import Version, shown
 
 AREA = "lock"
-_R_VERSION = re.compile(r"(\d+\.\d+(?:\.\d+)?)")
+_R_VERSION = re.compile(r"([0-9]+\.[0-9]+(?:\.[0-9]+)?)")
 
 
 class LockfileError(RcompatError):
@@ -113,7 +113,7 @@ def check_lockfile(path: "str | Path", rules_path: "str | Path | None" = None,
     from rcompat.tools.engines import below_confidence, cuda_layer_findings, load_r_rules, r_rule_findings
 
     if cuda is not None and version(cuda.strip()) is None:  # refused before reading, not silently ignored
-        raise UsageError(f"--cuda {cuda!r} is not a CUDA version (e.g. 12.4)")
+        raise UsageError(f"--cuda {shown(cuda)} is not a CUDA version (e.g. 12.4)")
     lock = read_lockfile(path)
     report = Report(command="lock check")
     report.facts[AREA] = lock.to_dict()

@@ -65,21 +65,27 @@ def load_apis(path: "str | Path | None" = None) -> list[Api]:
     return apis
 
 
-def iter_source_files(paths: Iterable[str]) -> Iterator[tuple[Path, str]]:
+def iter_source_files(paths: Iterable[str], skipped: "list[dict] | None" = None) -> Iterator[tuple[Path, str]]:
+    """(path, language) of every source file under `paths`; a directory that cannot be listed is
+    added to `skipped` with why."""
+    def unreadable(exc: OSError) -> None:
+        if skipped is not None:
+            skipped.append({"file": str(exc.filename), "why": f"directory not readable: {exc.strerror}"})
+
     for raw in paths:
         p = Path(raw)
         if not p.exists():
             raise UsageError(f"cannot scan {raw}: no such file or directory")
-        if p.is_file():
+        if not p.is_dir():  # a file, or a FIFO/device named on the command line (scan() names it)
             lang = LANGUAGE_OF_SUFFIX.get(p.suffix.lower())
             if lang:
                 yield p, lang
             continue
-        for root, dirs, files in os.walk(p):
+        for root, dirs, files in os.walk(p, onerror=unreadable):
             dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS)
             for name in sorted(files):
                 lang = LANGUAGE_OF_SUFFIX.get(Path(name).suffix.lower())
-                if lang and Path(root, name).is_file():  # a FIFO named x.py would block the read forever
+                if lang:  # a FIFO named x.py is skipped (and named) by scan(), never read
                     yield Path(root, name), lang
 
 
@@ -118,13 +124,17 @@ def scan(paths: Iterable[str], apis: list[Api] | None = None) -> Report:
     report = Report(command="scan")
     files = 0
     found: dict[str, tuple[Api, list[dict]]] = {}
-    for path, lang in iter_source_files(paths):
+    skipped: list[dict] = []
+    for path, lang in iter_source_files(paths, skipped):
         files += 1
-        try:
-            if not path.is_file() or path.stat().st_size > MAX_FILE_BYTES:
-                continue  # a FIFO or device among the sources is skipped, never read
-            text = read_text_input(path, "log", errors="replace")
-        except (OSError, RcompatError):
+        why = _unreadable(path)
+        if why is None:
+            try:
+                text = read_text_input(path, "log", errors="replace")
+            except (OSError, RcompatError) as exc:
+                why = str(exc)
+        if why is not None:  # never read, and never silently: a skipped file is not a clean one
+            skipped.append({"file": str(path), "why": why})
             continue
         for lineno, line in enumerate(text.splitlines(), 1):
             code = code_part(line)
@@ -135,12 +145,35 @@ def scan(paths: Iterable[str], apis: list[Api] | None = None) -> Report:
                          "text": line.strip()[:200]})
     # One finding per API (its id is the API's, unique in the report), every use of it in its evidence.
     report.add([_finding(api, uses) for api, uses in found.values()])
+    read = files - sum(1 for s in skipped if not s["why"].startswith("directory"))
     if not report.findings:
         report.add(Finding(id="SCAN-CLEAN", area=AREA, status=Status.OK,
-                           title=f"no deprecated or removed API in {files} file(s)",
+                           title=f"no deprecated or removed API in {read} file(s) read",
                            message=f"Checked {len(apis)} API patterns."))
-    report.facts[AREA] = {"files": files, "apis": len(apis), "uses": sum(len(uses) for _, uses in found.values())}
+    if skipped:
+        names = ", ".join(s["file"] for s in skipped[:3]) + (f" and {len(skipped) - 3} more" if len(skipped) > 3 else "")
+        report.add(Finding(id="SCAN-SKIPPED", area=AREA, status=Status.WARN,
+                           title=f"{len(skipped)} input(s) not scanned: {names}",
+                           message="; ".join(f"{s['file']}: {s['why']}" for s in skipped[:20]),
+                           remedy=f"make them readable regular files of at most {MAX_FILE_BYTES:,} bytes, or leave "
+                                  "them out; --strict fails on this",
+                           evidence={"skipped": skipped}))
+    report.facts[AREA] = {"files": read, "skipped": len(skipped), "apis": len(apis),
+                          "uses": sum(len(uses) for _, uses in found.values())}
     return report
+
+
+def _unreadable(path: Path) -> str | None:
+    """Why `path` is not read (not a regular file, too large), without opening it; None to read it."""
+    from rcompat.inputs import file_problem, human_size
+
+    problem = file_problem(path, "a source file")
+    if problem:
+        return problem
+    size = path.stat().st_size
+    if size > MAX_FILE_BYTES:
+        return f"{human_size(size)}, over the {human_size(MAX_FILE_BYTES)} a source file may have"
+    return None
 
 
 def _finding(api: Api, uses: list[dict]) -> Finding:
@@ -161,7 +194,7 @@ def render_text(report: Report) -> str:
     from rcompat.renderers.escape import one_line
     from rcompat.renderers.text import wrap
 
-    apis = [f for f in report.findings if f.id != "SCAN-CLEAN"]
+    apis = [f for f in report.findings if f.id not in ("SCAN-CLEAN", "SCAN-SKIPPED")]
     uses = [(f, use) for f in apis for use in f.evidence.get("uses", [])]
     for f, use in uses:  # a compiler-style first line; the explanation wrapped under it
         lines.extend(wrap(one_line(f"{use['file']}:{use['line']}:{use['column']}: {f.status.value} {f.id}"), "",
@@ -169,6 +202,10 @@ def render_text(report: Report) -> str:
         lines.extend(wrap(one_line(f"{f.message} Fix: {f.remedy}. [{f.confidence}; {f.source}]"), "    "))
     facts = report.facts.get(AREA, {})
     removed = sum(1 for f, _ in uses if f.status is Status.FAIL)
+    for f in report.findings:
+        if f.id == "SCAN-SKIPPED":
+            lines.extend(one_line(f"{s['file']}: skipped: {s['why']}") for s in f.evidence["skipped"])
+    skipped = facts.get("skipped", 0)
     lines.append(f"scan: {facts.get('files', 0)} file(s), {len(uses)} use(s) of deprecated APIs"
-                 f" ({removed} removed)")
+                 f" ({removed} removed)" + (f"; {skipped} input(s) skipped, not scanned" if skipped else ""))
     return "\n".join(lines) + "\n"

@@ -78,5 +78,7 @@ def _coload(args) -> int:
     if pred.reverse is not None:
         out.append("reverse order (THEN first): " + ("works" if pred.reverse.ok else f"FAILS: {pred.reverse.first_error}"))
     out += [f"  {m}" for m in pred.matching]
-    sys.stdout.write("\n".join(out) + "\n")
+    from rcompat.cli.common import write_output
+
+    write_output("\n".join(out) + "\n", None)
     return 0 if pred.ok else 1

@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 
 from rcompat.cli.common import add_quiet_option
+from rcompat.errors import shown
 
 ABI_EPILOG = """\
 exit status (a bitmask, as abidiff(1) documents it):
@@ -65,7 +66,7 @@ def _count(text: str) -> int:
     try:
         value = int(text, 0)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        raise argparse.ArgumentTypeError(f"not a number: {shown(text)}") from None
     if value < 0:
         raise argparse.ArgumentTypeError(f"must not be negative: {value}")
     return value

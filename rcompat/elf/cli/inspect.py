@@ -77,10 +77,16 @@ def add_root_option(p: argparse.ArgumentParser) -> None:
                         "names in-root paths")
 
 
+def _write(text: str) -> None:
+    from rcompat.cli.common import write_output
+
+    write_output(text, None)
+
+
 def _json(obj) -> None:
     import json
 
-    sys.stdout.write(json.dumps(obj, indent=2, default=str) + "\n")
+    _write(json.dumps(obj, indent=2, default=str) + "\n")
 
 
 def _symbols(args) -> int:
@@ -89,9 +95,11 @@ def _symbols(args) -> int:
     defined = True if args.defined else (False if args.undefined else None)
     syms = symbols(args.lib, defined=defined, demangle=args.demangle)
     if args.format in ("nm", "json"):
+        from rcompat.renderers.escape import printable
+
         chunks = syms.nm_chunks if args.format == "nm" else syms.json_chunks
         for chunk in chunks(demangle=args.demangle):
-            sys.stdout.write(chunk)
+            sys.stdout.write(printable(chunk))  # names from the file: no raw control characters
     else:
         import csv
 
@@ -122,7 +130,7 @@ def _deps(args) -> int:
         lines += [f"  {node.info.name}: {built.summary() if built else 'build notes unreadable'}"
                   for node, built in zip(res.nodes, facts)]
         lines += [f"C++ ABI MISMATCH: {m.message()}" for m in mismatches]
-        sys.stdout.write("\n".join(lines) + "\n")
+        _write("\n".join(lines) + "\n")
     return EXIT_FINDING if res.missing or mismatches else EXIT_OK
 
 
@@ -145,7 +153,7 @@ def _missing(args) -> int:
     for m in rep.missing:
         out.append(f"missing: {m.loader_message()}")
         out.append(f"  {m.explanation()}")
-    sys.stdout.write("\n".join(out) + "\n")
+    _write("\n".join(out) + "\n")
     return EXIT_OK if rep.ok else EXIT_FINDING
 
 
@@ -167,7 +175,7 @@ def _versions(args) -> int:
             line += "; would satisfy: " + (", ".join(show(a) for a in f.alternatives) or f"no copy found {where}")
         out.append(line)
     out += [u.loader_message() for u in rep.unmet]
-    sys.stdout.write("\n".join(out) + "\n")
+    _write("\n".join(out) + "\n")
     return EXIT_OK if rep.ok else EXIT_FINDING
 
 
@@ -186,5 +194,5 @@ def _runtimes(args) -> int:
     else:
         lines = [f"{d.status}: {d.describe()}" + ("" if d.all_load else " (same soname: only the first loads)")
                  for d in dups]
-        sys.stdout.write("\n".join(lines or ["no duplicate runtimes"]) + "\n")
+        _write("\n".join(lines or ["no duplicate runtimes"]) + "\n")
     return EXIT_FINDING if any(d.status == "fail" for d in dups) else EXIT_OK

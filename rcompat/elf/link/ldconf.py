@@ -36,12 +36,15 @@ PLATFORMS = {(62, 64): ("x86_64-linux-gnu", "x86_64", "lib64"), (3, 32): ("i386-
 LD_SO_CONF = "/etc/ld.so.conf"
 ET_DYN, PT_LOAD, PT_DYNAMIC, DT_STRTAB = 3, 1, 2, 5
 MAX_INCLUDE_DEPTH = 16  # ldconfig has no guard: a file including itself would recurse for ever
+# Each file is read once: the depth cap alone let a file that includes itself three times be read
+# 3^16 times (40 minutes for 56 bytes). ldconfig would read it again, but only adds directories it
+# has seen already, so reading it once gives the same directories in the same order.
 
 
 def conf_dirs(root) -> list[str]:
     """The directories of `root`'s ld.so.conf (includes followed), then the system ones: in-root paths."""
     dirs: list[str] = []
-    _read_conf(root, LD_SO_CONF, dirs, 0)
+    _read_conf(root, LD_SO_CONF, dirs, 0, set())
     dirs += system_dirs(root)
     return list(dict.fromkeys(d.rstrip("/") or "/" for d in dirs))
 
@@ -55,10 +58,14 @@ def system_dirs(root) -> list[str]:
     return ["/lib", "/usr/lib"]
 
 
-def _read_conf(root, inside: str, dirs: list[str], depth: int) -> None:
+def _read_conf(root, inside: str, dirs: list[str], depth: int, read: set[str]) -> None:
     from rcompat.errors import RcompatError
     from rcompat.inputs import read_text_input
 
+    name = posixpath.normpath(inside)
+    if name in read:
+        return
+    read.add(name)
     try:
         lines = read_text_input(root.host(inside), "config", errors="replace").splitlines()
     except (OSError, RcompatError):  # absent, unreadable, a loop, a FIFO: ldconfig warns and goes on
@@ -74,7 +81,7 @@ def _read_conf(root, inside: str, dirs: list[str], depth: int) -> None:
                     if not pattern.startswith("/"):
                         pattern = posixpath.join(posixpath.dirname(inside), pattern)
                     for match in root.glob(pattern):
-                        _read_conf(root, match, dirs, depth + 1)
+                        _read_conf(root, match, dirs, depth + 1, read)
         elif words[0].lower() != "hwcap":
             dirs.append(line.split("=", 1)[0].strip())
 

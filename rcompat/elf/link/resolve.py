@@ -30,6 +30,11 @@ from rcompat.elf.link.resolution import (VIA_CACHE, VIA_DERIVED_CACHE, Attempt, 
                                          Resolution)
 from rcompat.elf.link.root import Root, as_root
 
+# A closure is bounded by the distinct (name, directory) places its search may try: a real one tries
+# hundreds (libtorch_cuda.so: about 100 libraries, a few directories each); 20,000 DT_NEEDED entries
+# times 500 RUNPATH directories (a 577 KB file) would try 10 million and keep each attempt.
+MAX_PLACES_DEFAULT = 200_000
+MAX_PLACES_VARIABLE = "RCOMPAT_MAX_LINK_PLACES"
 _DST = re.compile(r"\$(\{ORIGIN\}|ORIGIN|\{LIB\}|LIB|\{PLATFORM\}|PLATFORM)")
 
 
@@ -54,6 +59,9 @@ class Resolver:
         self.cache_path = cache_path
         self._default_dirs = default_dirs
         self.executable, self._executable_inside = None, ""
+        self.max_places = _max_places()
+        self._tried: set[str] = set()
+        self._resolving = ""
         if executable:
             self._executable_inside = self.root.locate(executable)
             self.executable = self._read_given(self._executable_inside)
@@ -64,17 +72,20 @@ class Resolver:
         in the process."""
         inside = self.root.locate(path)
         root_info = self._read_given(inside)
+        self._tried, self._resolving = set(), inside
         nodes: list[Node] = []
         for info in preloaded or []:
             nodes.append(Node(len(nodes), info.path, info, "already loaded", None,
                               {info.path, info.name, os.path.basename(info.path), self.root.inside(info.path)},
                               inside=self.root.inside(info.path)))
-        reused_root = self._find_loaded(nodes, root_info.path, root_info)
+        loaded = _Loaded(nodes)
+        reused_root = loaded.find(root_info.path, root_info)
         first = len(nodes)
         if reused_root is None:
             nodes.append(Node(first, inside, root_info, "root", None,
                               {root_info.path, inside} | ({root_info.soname} if root_info.soname else set()),
                               inside=inside))
+            loaded.add(nodes[-1])
         cache = self.root.ld_cache(self.cache_path)
         res = Resolution(nodes, {}, [], {}, root_index=first if reused_root is None else reused_root,
                          preloaded=first, root_fs=self.root,
@@ -86,9 +97,9 @@ class Resolver:
             loader = nodes[index]
             edges = res.edges.setdefault(index, [])
             for name in loader.info.needed:
-                hit = self._find_loaded(nodes, name)
+                hit = loaded.find(name)
                 if hit is not None:
-                    nodes[hit].names.add(name)
+                    loaded.name(hit, name)
                     edges.append(Edge(name, hit, reused=True))
                     continue
                 info, via, attempts = self._search(name, loader, nodes)
@@ -96,15 +107,16 @@ class Resolver:
                     edges.append(Edge(name, None))
                     res.missing.append(MissingLibrary(name, loader.info.name, attempts))
                     continue
-                hit = self._find_loaded(nodes, info.path, info)
+                hit = loaded.find(info.path, info)
                 if hit is not None:  # same file under another name
-                    nodes[hit].names.add(name)
+                    loaded.name(hit, name)
                     edges.append(Edge(name, hit, reused=True))
                     continue
                 found_at = attempts[-1].inside
                 node = Node(len(nodes), name, info, via, index,
                             {name, info.path, found_at} | ({info.soname} if info.soname else set()), inside=found_at)
                 nodes.append(node)
+                loaded.add(node)
                 res.attempts[node.index] = attempts
                 edges.append(Edge(name, node.index))
                 queue.append(node.index)
@@ -160,13 +172,6 @@ class Resolver:
         except ElfError as exc:
             raise ElfError(f"{inside} (in root {self.root.path})", exc.reason, exc.offset) from None
 
-    @staticmethod
-    def _find_loaded(nodes: list[Node], name: str, info: ObjectInfo | None = None) -> int | None:
-        for n in nodes:
-            if name in n.names or (info is not None and n.info.file_id == info.file_id):
-                return n.index
-        return None
-
     def _search(self, name: str, loader: Node, nodes: list[Node]):
         kind = loader.info
         attempts: list[Attempt] = []
@@ -215,6 +220,11 @@ class Resolver:
         return dirs
 
     def _try(self, inside: str, via: str, kind: ObjectInfo, attempts: list[Attempt]) -> ObjectInfo | None:
+        self._tried.add(inside)
+        if len(self._tried) > self.max_places:
+            raise ElfError(self._resolving, f"resolving its dependencies would try more than {self.max_places:,} "
+                           f"distinct (library, directory) places (DT_NEEDED entries times RPATH/RUNPATH "
+                           f"directories); refused as hostile or broken (raise {MAX_PLACES_VARIABLE} if it is real)")
         try:
             path = self.root.host(inside)
         except ElfError as exc:  # a symlink loop: open() fails with ELOOP and ld.so tries the next place
@@ -234,6 +244,43 @@ class Resolver:
             return None
         attempts.append(Attempt(path, via, "found", inside))
         return info
+
+
+class _Loaded:
+    """The objects of a closure by every name they answer to and by file: what a scan over all nodes
+    would answer (the first node matching either), in constant time per needed name, so a
+    closure of thousands of objects is not quadratic."""
+
+    def __init__(self, nodes: list[Node]) -> None:
+        self.nodes = nodes
+        self.names: dict[str, int] = {}
+        self.files: dict[object, int] = {}
+        for node in nodes:
+            self.add(node)
+
+    def add(self, node: Node) -> None:
+        for name in node.names:
+            self.names.setdefault(name, node.index)
+        self.files.setdefault(node.info.file_id, node.index)
+
+    def name(self, index: int, name: str) -> None:
+        self.nodes[index].names.add(name)
+        self.names.setdefault(name, index)
+
+    def find(self, name: str, info: ObjectInfo | None = None) -> int | None:
+        hits = [self.names.get(name), self.files.get(info.file_id) if info is not None else None]
+        return min((h for h in hits if h is not None), default=None)
+
+
+def _max_places() -> int:
+    text = os.environ.get(MAX_PLACES_VARIABLE, "").strip()
+    if not text:
+        return MAX_PLACES_DEFAULT
+    if not text.isascii() or not text.isdigit():
+        from rcompat.errors import UsageError
+
+        raise UsageError(f"{MAX_PLACES_VARIABLE}={text[:40]!r} is not a whole number")
+    return int(text)
 
 
 def deps(path: "str | os.PathLike[str]", ld_library_path: "str | list[str] | None" = None,

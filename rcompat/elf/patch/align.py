@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING
 
-from rcompat.elf.patch.byte_runs import MappedFile, diff_ranges, region_runs
+from rcompat.elf.patch.byte_runs import MappedFile, RunBudget, diff_ranges, region_runs
 from rcompat.elf.patch.layout import Layout
 from rcompat.elf.patch.results import ByteRun, PatchDiff, SectionRow, SymbolMove
 
@@ -40,7 +40,7 @@ def compare_whole(diff: PatchDiff, old: MappedFile, new: MappedFile, lay: Layout
                   new_lay: Layout | None, gap: int) -> None:
     """Same layout (or not both ELF): compare at equal file offsets, in large chunks."""
     n = min(old.size, new.size)
-    ranges, count = diff_ranges(old.array[:n], new.array[:n], gap)
+    ranges, count = diff_ranges(old.array[:n], new.array[:n], gap, diff.budget)
     runs = [ByteRun(s, s, e - s, e - s) for s, e in ranges]
     if old.size != new.size:
         runs.append(ByteRun(n, n, old.size - n, new.size - n, note="truncated" if new.size < old.size else "appended"))
@@ -93,12 +93,12 @@ def compare_by_sections(diff: PatchDiff, old: MappedFile, new: MappedFile, old_l
             regions.append((name, a.offset, a.size, b.offset, b.size, a, b))
     for name, ao, asz, bo, bsz, a, b in regions:
         if asz != bsz and a is not None and a.flags & 0x4:  # SHF_EXECINSTR: align code by symbols
-            found, count = _align_by_symbols(old, new, old_lay, new_lay, a, b, gap)
+            found, count = _align_by_symbols(old, new, old_lay, new_lay, a, b, gap, diff.budget)
             if found is not None:
                 runs += [_attribute(r, old_lay, new_lay, a, b) for r in found]
                 total += count
                 continue
-        rel, count = region_runs(old.array[ao:ao + asz], new.array[bo:bo + bsz], gap)
+        rel, count = region_runs(old.array[ao:ao + asz], new.array[bo:bo + bsz], gap, diff.budget)
         total += count
         for rs, rl, ns, nl in rel:
             run = ByteRun(ao + rs, bo + ns, rl, nl, section=name)
@@ -108,7 +108,8 @@ def compare_by_sections(diff: PatchDiff, old: MappedFile, new: MappedFile, old_l
     diff.sections = _section_rows(old_lay, new_lay, runs)
 
 
-def _align_by_symbols(old, new, old_lay: Layout, new_lay: Layout, a: "Section", b: "Section", gap: int):
+def _align_by_symbols(old, new, old_lay: Layout, new_lay: Layout, a: "Section", b: "Section", gap: int,
+                      budget: RunBudget):
     """Runs of a resized code section compared symbol by symbol, or None when it has no symbols."""
     olds = {n: v for n, v in old_lay.named_symbols.items() if v[2] == a.index and v[1] > 0}
     news = {n: v for n, v in new_lay.named_symbols.items() if v[2] == b.index and v[1] > 0}
@@ -131,7 +132,7 @@ def _align_by_symbols(old, new, old_lay: Layout, new_lay: Layout, a: "Section", 
             continue
         if size == other[1] and ob[oa:oa + size] == nb[na:na + size]:
             continue
-        rel, n = region_runs(old.array[oa:oa + size], new.array[na:na + other[1]], gap)
+        rel, n = region_runs(old.array[oa:oa + size], new.array[na:na + other[1]], gap, budget)
         count += n
         note = f"resized {size} → {other[1]} bytes" if size != other[1] else ""
         for rs, rl, ns, nl in rel:

@@ -10,6 +10,7 @@ import os
 
 import numpy as np
 
+from rcompat.elf.patch.results import RunBudget
 from rcompat.elf.read.reader import check_regular_file, open_elf_file
 
 CHUNK = 4 << 20
@@ -35,10 +36,13 @@ class MappedFile:
         self._fh.close()
 
 
-def diff_ranges(a: np.ndarray, b: np.ndarray, gap: int) -> tuple[list[tuple[int, int]], int]:
+def diff_ranges(a: np.ndarray, b: np.ndarray, gap: int,
+                budget: "RunBudget | None" = None) -> tuple[list[tuple[int, int]], int]:
     """Differing [start, end) ranges of two equal-length arrays (merged across gaps of ≤ gap equal
-    bytes) and the exact number of differing bytes."""
+    bytes) and the exact number of differing bytes; past `budget`, ranges are counted, not kept."""
+    budget = budget if budget is not None else RunBudget()
     runs: list[tuple[int, int]] = []
+    last_end: int | None = None
     count = 0
     for o in range(0, len(a), CHUNK):
         x, y = a[o:o + CHUNK], b[o:o + CHUNK]
@@ -50,26 +54,35 @@ def diff_ranges(a: np.ndarray, b: np.ndarray, gap: int) -> tuple[list[tuple[int,
         starts = np.concatenate(([idx[0]], idx[breaks + 1])) + o
         ends = np.concatenate((idx[breaks], [idx[-1]])) + o + 1
         for s, e in zip(starts.tolist(), ends.tolist()):
-            if runs and s - runs[-1][1] <= gap:
-                runs[-1] = (runs[-1][0], e)
-            else:
+            if last_end is not None and s - last_end <= gap:  # joins the run before (kept or not)
+                if runs and runs[-1][1] == last_end:
+                    runs[-1] = (runs[-1][0], e)
+            elif budget.keep():
                 runs.append((s, e))
+            last_end = e
     return runs, count
 
 
-def region_runs(a: np.ndarray, b: np.ndarray, gap: int) -> tuple[list[tuple[int, int, int, int]], int]:
+def region_runs(a: np.ndarray, b: np.ndarray, gap: int,
+                budget: "RunBudget | None" = None) -> tuple[list[tuple[int, int, int, int]], int]:
     """Relative (old_start, old_len, new_start, new_len) runs of two regions of possibly different
     length: equal lengths compare position by position; otherwise one run between the common prefix
-    and the common suffix."""
+    and the common suffix (each found a CHUNK at a time, never a whole-region comparison array)."""
+    budget = budget if budget is not None else RunBudget()
     if len(a) == len(b):
-        ranges, count = diff_ranges(a, b, gap)
+        ranges, count = diff_ranges(a, b, gap, budget)
         return [(s, e - s, s, e - s) for s, e in ranges], count
-    n = min(len(a), len(b))
-    neq = np.flatnonzero(a[:n] != b[:n])
-    prefix = int(neq[0]) if len(neq) else n
-    ra, rb = a[prefix:][::-1], b[prefix:][::-1]
-    m = min(len(ra), len(rb))
-    neq = np.flatnonzero(ra[:m] != rb[:m])
-    suffix = int(neq[0]) if len(neq) else m
+    prefix = _common_length(a, b)
+    suffix = _common_length(a[prefix:][::-1], b[prefix:][::-1])
     old_len, new_len = len(a) - prefix - suffix, len(b) - prefix - suffix
-    return [(prefix, old_len, prefix, new_len)], max(old_len, new_len)
+    return ([(prefix, old_len, prefix, new_len)] if budget.keep() else []), max(old_len, new_len)
+
+
+def _common_length(a: np.ndarray, b: np.ndarray) -> int:
+    """The length of the common start of `a` and `b`."""
+    n = min(len(a), len(b))
+    for o in range(0, n, CHUNK):
+        x, y = a[o:min(o + CHUNK, n)], b[o:min(o + CHUNK, n)]
+        if not np.array_equal(x, y):
+            return o + int(np.flatnonzero(x != y)[0])
+    return n

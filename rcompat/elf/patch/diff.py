@@ -72,6 +72,10 @@ def patch_diff(original: "str | os.PathLike[str]", patched: "str | os.PathLike[s
             compare_by_sections(diff, old, new, old_lay, new_lay, merge_gap)
         else:
             compare_whole(diff, old, new, old_lay or new_lay, new_lay if old_lay else None, merge_gap)
+        if diff.budget.dropped:
+            diff.warnings.append(f"{diff.budget.dropped + len(diff.runs):,} runs differ: the first "
+                                 f"{diff.budget.limit:,} are listed (and counted per section), the rest only "
+                                 "counted; changed bytes are exact")
         if old_lay is not None and new_lay is not None:
             diff.symbol_moves = symbol_moves(diff, old_lay, new_lay)
         _attach_dumps(diff, old.array, new.array, runs, context)

@@ -10,6 +10,28 @@ from dataclasses import dataclass, field
 from rcompat.elf.read.format import Section
 
 
+# Runs kept as objects, whatever the input: a sparse change to every page of libtorch_cpu.so gives
+# ~10^8 runs, and keeping each took more than 12 GB. Past the budget runs are counted, not kept, so
+# memory stays bounded by the budget and one CHUNK, not by the files' sizes.
+MAX_RUNS = 100_000
+
+
+class RunBudget:
+    """How many more runs may be kept; `dropped` counts those past the budget."""
+
+    def __init__(self, limit: int = MAX_RUNS) -> None:
+        self.left = limit
+        self.limit = limit
+        self.dropped = 0
+
+    def keep(self) -> bool:
+        if self.left > 0:
+            self.left -= 1
+            return True
+        self.dropped += 1
+        return False
+
+
 @dataclass
 class ByteRun:
     old_offset: int
@@ -97,6 +119,7 @@ class PatchDiff:
     changed_bytes: int = 0
     hexdump_runs: int = 0
     context: int = 16
+    budget: RunBudget = field(default_factory=RunBudget, repr=False, compare=False)
 
     @property
     def identical(self) -> bool:
@@ -104,7 +127,8 @@ class PatchDiff:
 
     def totals(self) -> dict:
         symbols = {r.symbol.rsplit("+", 1)[0] for r in self.runs if r.symbol}
-        return {"runs": len(self.runs), "changed_bytes": self.changed_bytes,
+        return {"runs": len(self.runs) + self.budget.dropped, "runs_not_listed": self.budget.dropped,
+                "changed_bytes": self.changed_bytes,
                 "sections_changed": sum(1 for s in self.sections if s.status != "same"),
                 "symbols_touched": len(symbols), "symbols_moved": len(self.symbol_moves),
                 "old_size": self.old_size, "new_size": self.new_size}

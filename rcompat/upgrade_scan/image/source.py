@@ -80,8 +80,10 @@ def open_source(spec: str, *, extract: "str | None" = None, progress=None,
         try:
             yield Source(target, plan.kind, plan.label, plan.env, layers, plan.notes + notes)
         finally:
-            if extract is None:
-                shutil.rmtree(target, ignore_errors=True)
+            if extract is None:  # a Ctrl-C during the removal must not leave half the root behind
+                from rcompat.termination import despite_interrupts
+
+                despite_interrupts(shutil.rmtree, target, ignore_errors=True)
     finally:
         container.close()
 
@@ -173,7 +175,9 @@ def _materialise(plan, target: str, everything: bool, progress) -> tuple[list[di
 def _discard(target: str, made: "str | None") -> None:
     """Undo a failed merge: remove what rcompat made, or empty the (empty before) --extract directory."""
     if made:
-        shutil.rmtree(made, ignore_errors=True)
+        from rcompat.termination import despite_interrupts
+
+        despite_interrupts(shutil.rmtree, made, ignore_errors=True)
         return
     for name in os.listdir(target):
         full = os.path.join(target, name)
