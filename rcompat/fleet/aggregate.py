@@ -14,7 +14,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from rcompat.fleet.facts_table import FactTable, drop, fact_table
+from rcompat.fleet.facts_table import FactTable, fact_table
 from rcompat.fleet.nodeset import NodeSet
 
 MAX_VALUES = 64  # distinct values kept per fact; a fact more varied than this is counted, not listed
@@ -85,16 +85,18 @@ class Aggregator:
             self._add_facts(index, facts)
 
     def _add_findings(self, index: int, findings: Any) -> None:
-        if not isinstance(findings, list):
-            findings = []
-        signature = tuple((f["id"], f["status"]) for f in findings
-                          if isinstance(f, dict) and isinstance(f.get("id"), str) and isinstance(f.get("status"), str))
+        try:  # the common case in one comprehension; a malformed list takes the careful way below
+            signature = tuple([(f["id"], f["status"]) for f in findings])
+            if not all(type(i) is str and type(s) is str for i, s in signature):
+                raise TypeError
+        except (TypeError, KeyError):
+            findings = [f for f in findings if isinstance(f, dict) and isinstance(f.get("id"), str)
+                        and isinstance(f.get("status"), str)] if isinstance(findings, list) else []
+            signature = tuple((f["id"], f["status"]) for f in findings)
         group = self.groups.get(signature)
         if group is None:
             group = self.groups[signature] = NodeSet()
             for f in findings:
-                if not (isinstance(f, dict) and isinstance(f.get("id"), str) and isinstance(f.get("status"), str)):
-                    continue
                 key = (f["id"], f["status"])
                 self.findings.setdefault(f["id"], (str(f.get("area", "")), str(f.get("title", ""))))
                 if key not in self.examples:
@@ -103,8 +105,7 @@ class Aggregator:
         group.add(index)
 
     def _add_facts(self, index: int, facts: dict[str, Any]) -> None:
-        for pattern in self.table.ignore:
-            drop(facts, pattern)
+        self.table.strip(facts)
         for area, value in facts.items():
             nodes = self.area_nodes.get(area)
             if nodes is None:

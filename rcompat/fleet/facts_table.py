@@ -42,6 +42,24 @@ class FactTable:
     ignore: tuple[tuple[str, ...], ...]
     named: tuple[NamedFact, ...]
 
+    @functools.cached_property
+    def ignore_tree(self) -> dict:
+        """The ignore patterns as one tree ({key: subtree, or None to drop}), walked once per report."""
+        tree: dict = {}
+        for pattern in self.ignore:
+            node = tree
+            for part in pattern[:-1]:
+                node = node.setdefault(part, {})
+                if node is None:
+                    break
+            else:
+                node[pattern[-1]] = None
+        return tree
+
+    def strip(self, facts: dict) -> None:
+        """Remove every ignored fact from `facts` in place."""
+        _strip(facts, self.ignore_tree)
+
     def name_of(self, path: tuple) -> NamedFact | None:
         return next((fact for fact in self.named if fact.matches(path) is not None), None)
 
@@ -76,21 +94,21 @@ def lookup(tree: Any, path: tuple) -> Any:
     return tree
 
 
-def drop(tree: Any, pattern: tuple[str, ...]) -> None:
-    """Remove what `pattern` names from `tree` in place (`*` is any key or list index)."""
-    if not pattern:
-        return
-    head, rest = pattern[0], pattern[1:]
-    if isinstance(tree, dict):
-        keys = list(tree) if head == WILDCARD else ([head] if head in tree else [])
-        for key in keys:
-            if rest:
-                drop(tree[key], rest)
+def _strip(value: Any, tree: dict) -> None:
+    for key, sub in tree.items():
+        if key == WILDCARD:
+            children = list(value.values()) if isinstance(value, dict) else value if isinstance(value, list) else []
+            if sub is None:
+                if isinstance(value, dict):
+                    value.clear()
+                continue
+            for child in children:
+                _strip(child, sub)
+        elif isinstance(value, dict) and key in value:
+            if sub is None:
+                del value[key]
             else:
-                del tree[key]
-    elif isinstance(tree, list) and head == WILDCARD and rest:
-        for item in tree:
-            drop(item, rest)
+                _strip(value[key], sub)
 
 
 def path_text(path: tuple) -> str:

@@ -131,3 +131,61 @@ def _continues(previous: str, digits: str) -> bool:
 
 def _padded(digits: str) -> bool:
     return digits.startswith("0") and len(digits) > 1
+
+
+class IndexedHostlist:
+    """Hostlists of subsets of one list of names in natural order, written from ranges of indices into
+    it: each name is parsed once, and a range of nodes that are consecutive names costs one step, so
+    the hostlist of 9,999 of 10,000 nodes is as quick as that of two (the fleet view writes many)."""
+
+    def __init__(self, names: list[str]) -> None:
+        self.names = names
+        self.keys: list[tuple[str, str] | None] = []
+        self.digits: list[str] = []
+        for name in names:
+            match = _INDEX.match(name)
+            self.keys.append((match.group(1), match.group(3)) if match else None)
+            self.digits.append(match.group(2) if match else "")
+        # run_end[i]: one past the last index of the run of consecutive names that i belongs to
+        self.run_end = [0] * len(names)
+        end = len(names)
+        for i in range(len(names) - 1, -1, -1):
+            if i + 1 < len(names) and self._follows(i, i + 1):
+                self.run_end[i] = end
+            else:
+                end = i + 1
+                self.run_end[i] = end
+
+    def _follows(self, i: int, j: int) -> bool:
+        return (self.keys[i] is not None and self.keys[i] == self.keys[j]
+                and int(self.digits[j]) == int(self.digits[i]) + 1 and _continues(self.digits[i], self.digits[j]))
+
+    def write(self, ranges: Iterable[tuple[int, int] | list[int]]) -> str:
+        """The hostlist of the names at the indices in `ranges` ([start, end) pairs, in order)."""
+        groups: dict[tuple[str, str] | str, list[list]] = {}
+        for start, end in ranges:
+            i = start
+            while i < end:
+                stop = min(end, self.run_end[i])
+                key = self.keys[i]
+                if key is None:
+                    groups.setdefault(self.names[i], [])
+                    i += 1
+                    continue
+                runs = groups.setdefault(key, [])
+                first, last = self.digits[i], self.digits[stop - 1]
+                if runs and int(first) == int(runs[-1][1]) + 1 and _continues(runs[-1][1], first):
+                    runs[-1][1] = last
+                else:
+                    runs.append([first, last])
+                i = stop
+        parts = []
+        for key, runs in groups.items():
+            if isinstance(key, str):
+                parts.append(key)
+            elif len(runs) == 1 and runs[0][0] == runs[0][1]:
+                parts.append(f"{key[0]}{runs[0][0]}{key[1]}")
+            else:
+                body = ",".join(a if a == b else f"{a}-{b}" for a, b in runs)
+                parts.append(f"{key[0]}[{body}]{key[1]}")
+        return ",".join(parts)

@@ -8,7 +8,7 @@ from typing import Any
 
 from rcompat.fleet.aggregate import ABSENT, Aggregator, shown
 from rcompat.fleet.facts_table import lookup, path_text
-from rcompat.fleet.hostlist import compress
+from rcompat.fleet.hostlist import IndexedHostlist
 from rcompat.fleet.nodeset import NodeSet, union
 from rcompat.model import SEVERITY, Finding, Report, Status
 
@@ -21,8 +21,10 @@ def fleet_report(agg: Aggregator, command: str = "fleet report") -> Report:
     if not names:
         return Report(command=command)
 
+    writer = IndexedHostlist(names)  # names are in natural order: the reader sorted them
+
     def hostlist(nodes: NodeSet) -> str:
-        return compress(names[i] for i in nodes)
+        return writer.write(nodes.ranges)
 
     everyone = NodeSet([(0, len(names))])
     per_id: dict[str, dict[str, list[NodeSet]]] = {}
@@ -46,7 +48,7 @@ def fleet_report(agg: Aggregator, command: str = "fleet report") -> Report:
     differences = [d for d in differences if d is not None]
     report.add(_difference_finding(d) for d in differences)
     report.facts["fleet"] = {
-        "nodes": {"count": len(names), "hostlist": compress(names)},
+        "nodes": {"count": len(names), "hostlist": hostlist(everyone)},
         "groups": groups, "findings": rows, "differences": differences,
     }
     return report
