@@ -6,7 +6,6 @@ import argparse
 from rcompat.cli.common import (EXIT_ERROR, add_command_group, add_quiet_option, add_report_options,
                                 timeout_seconds)
 
-FLEET_FORMATS = ("text", "json", "markdown", "junit", "html", "prometheus")
 
 
 def register(sub) -> None:
@@ -32,10 +31,14 @@ def _register_run(fleet) -> None:
                     "drained, node failure, rcompat missing there, rcompat's own error, timed out) gets a "
                     "stand-in report with an error finding saying why.",
         epilog="examples:\n"
-               "  rcompat fleet run -p gpu -o fleet/            every node of partition gpu\n"
-               "  rcompat fleet run -w 'n[1-16]' -t 5 --only system,cuda   16 nodes, a 5-minute step\n"
-               "  salloc -N 8 rcompat fleet run -o fleet/       the nodes of an allocation\n"
+               "  rcompat fleet run -p gpu -o fleet/\n"
+               "      every node of partition gpu\n"
+               "  rcompat fleet run -w 'n[1-16]' -t 5 --only system,cuda\n"
+               "      16 nodes, a 5-minute step\n"
+               "  salloc -N 8 rcompat fleet run -o fleet/\n"
+               "      the nodes of an allocation\n"
                "  rcompat fleet run -p gpu --command '/opt/rc/bin/rcompat doctor --format json'\n"
+               "      another per-node command (another install path on the nodes)\n"
                "exit codes: 0 every node answered and agrees, 1 a node fails, gave no report or differs in a "
                "fact that must agree, 2 rcompat's own error")
     p.add_argument("--output", "-o", dest="reports_dir", required=True, metavar="DIR",
@@ -52,7 +55,9 @@ def _register_run(fleet) -> None:
                    help="one more argument for srun (repeatable), e.g. --srun-arg=--reservation=maint")
     p.add_argument("--timeout", type=timeout_seconds, default=900.0, metavar="S",
                    help="cancel the step after S seconds (default 900); nodes not done are reported")
-    p.add_argument("--format", "-f", choices=FLEET_FORMATS, default="text", help="fleet report format (default: text)")
+    from rcompat.renderers import FORMATS
+
+    p.add_argument("--format", "-f", choices=FORMATS, default="text", help="fleet report format (default: text)")
     p.add_argument("--report", dest="output", metavar="FILE",
                    help="write the fleet report to FILE (atomically) instead of stdout")
     p.add_argument("--strict", action="store_true", help="count warn findings and differences as failures")
@@ -69,13 +74,16 @@ def _register_report(fleet) -> None:
                     "each node with the minority named, and every fact that differs between nodes with its "
                     "majority value and outliers. Nodes are written as Slurm hostlists.",
         epilog="examples:\n"
-               "  rcompat fleet report fleet/                      text, one line per finding\n"
-               "  rcompat fleet report fleet/ -f html -o fleet.html   the node x finding grid\n"
-               "  rcompat fleet report a.json b.json -f junit       one test case per node and finding\n"
+               "  rcompat fleet report fleet/\n"
+               "      text, one line per finding\n"
+               "  rcompat fleet report fleet/ -f html -o fleet.html\n"
+               "      the node x finding grid\n"
+               "  rcompat fleet report a.json b.json -f junit\n"
+               "      one test case per node and finding\n"
                "exit codes: 0 all nodes pass and agree, 1 a node fails or differs in a fact that must agree "
                "(warn differences too with --strict), 2 rcompat's own error")
     p.add_argument("reports", nargs="+", metavar="DIR|FILE", help="reports: directories of *.json, or files")
-    add_report_options(p, formats=FLEET_FORMATS)
+    add_report_options(p)
     add_quiet_option(p)
     p.set_defaults(func=_report)
 
@@ -88,9 +96,12 @@ def _register_health(fleet) -> None:
                     "With --drain, when slurmd runs this as HealthCheckProgram, a `fail` finding drains the node "
                     "(scontrol update State=DRAIN Reason=<the line>); rcompat's own failure never drains.",
         epilog="examples:\n"
-               "  rcompat fleet health-check                         system, python, cuda within 45 s\n"
-               "  rcompat fleet health-check --drain --only cuda     as HealthCheckProgram (see docs/fleet.md)\n"
-               "  rcompat fleet health-check --prometheus /var/lib/prometheus/node-exporter/rcompat.prom")
+               "  rcompat fleet health-check\n"
+               "      system, python, cuda within 45 s\n"
+               "  rcompat fleet health-check --drain --only cuda\n"
+               "      as HealthCheckProgram (see docs/fleet.md)\n"
+               "  rcompat fleet health-check --prometheus /var/lib/prometheus/node-exporter/rcompat.prom\n"
+               "      also the findings for node_exporter's textfile collector")
     p.add_argument("--only", action="append", metavar="AREA", help="doctor areas (default: system, python, cuda)")
     p.add_argument("--budget", type=timeout_seconds, default=45.0, metavar="S",
                    help="seconds the check may take in all (default 45; HealthCheckProgram is killed at 60)")
