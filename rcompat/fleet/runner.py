@@ -128,8 +128,11 @@ def run_fleet(out_dir: Path, *, nodelist: str | None = None, partition: str | No
         step = _Step(argv, out_dir, mark, len(nodes), progress, environment)
         try:
             run.srun_exit, run.cancelled = step.run(timeout)
-        finally:
+        except BaseException:  # Ctrl-C: the step is cancelled; leave no part file behind
             step.close()
+            step.discard()
+            raise
+        step.close()
         files.update(_collect(step, nodes, out_dir, command, run.cancelled, timeout))
     run.files = [(node, files[node]) for node in everyone]
     return run
@@ -225,6 +228,10 @@ class _Step:
             if task.handle is not None:
                 task.handle.close()
                 task.handle = None
+
+    def discard(self) -> None:
+        for task in self.tasks.values():
+            task.part.unlink(missing_ok=True)
 
 
 def _cancel(proc: subprocess.Popen) -> None:

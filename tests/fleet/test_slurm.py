@@ -169,3 +169,45 @@ def test_rcompat_own_failure_never_drains(slurm_cluster):
         assert cluster.states()["n1"] == "idle"
     finally:
         (cluster.root / "health.cmd").write_text("")
+
+
+def test_ctrl_c_cancels_the_step_and_leaves_no_part_file(slurm_cluster, tmp_path):
+    import signal
+
+    hold = tmp_path / "hold"
+    hold.mkdir()
+    out_dir = tmp_path / "nodes"
+    proc = subprocess.Popen([sys.executable, "-m", "rcompat", "fleet", "run", "-w", "n[1-3]", "-o", str(out_dir),
+                             "--only", "system", "--quiet"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, cwd=str(REPO), env={**os.environ, **slurm_cluster.env, "RCOMPAT_TEST_HOLD": str(hold)})
+    try:
+        deadline = time.monotonic() + 120
+        while not (hold / "n3-held").exists():
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=120)
+    finally:
+        (hold / "release").touch()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130 and "interrupted" in stderr, stderr
+    assert stdout == "" and not list(out_dir.glob(".*.part"))
+    deadline = time.monotonic() + 60  # the step is gone: Slurm lists no job of ours
+    while slurm_cluster.run("squeue", "-h", "-n", "rcompat-fleet", "-o", "%i").stdout.strip():
+        assert time.monotonic() < deadline, "the rcompat-fleet job is still in squeue"
+        time.sleep(0.2)
+    slurm_cluster.wait_until({n: "idle" for n in ("n1", "n2", "n3")}, "nodes idle after the cancel")
+
+
+def test_drain_is_refused_outside_health_check_program(slurm_cluster):
+    """A failing check with --drain from inside a job (SLURM_JOB_ID set, as in a Prolog) drains nothing."""
+    env = {**os.environ, **slurm_cluster.env, "R_LIBS": str(slurm_cluster.odd_r_lib), "SLURMD_NODENAME": "n1",
+           "SLURM_JOB_ID": "12345"}
+    proc = subprocess.run([sys.executable, "-m", "rcompat", "fleet", "health-check", "--drain", "--only", "r"],
+                          capture_output=True, text=True, timeout=300, cwd=str(REPO), env=env)
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stdout.startswith("rcompat: FAIL R-TORCH-VERIFY") and len(proc.stdout.splitlines()) == 1
+    assert "not draining: inside a job" in proc.stderr
+    assert slurm_cluster.states()["n1"] == "idle"
