@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from rcompat.fleet.aggregate import ABSENT, Aggregator, shown
+from rcompat.fleet.aggregate import ABSENT, Aggregator, shown, value_key
 from rcompat.fleet.facts_table import lookup, path_text
 from rcompat.fleet.hostlist import IndexedHostlist
 from rcompat.fleet.nodeset import NodeSet, union
@@ -97,8 +97,6 @@ def _difference(path, values, agg: Aggregator, hostlist) -> dict[str, Any] | Non
         reference_value = lookup(agg.reference[area], path[1:])
     except KeyError:
         reference_value = ABSENT
-    from rcompat.fleet.aggregate import value_key
-
     if values.varied is not None:
         recorded = {"(more than one value each)": values.varied}
     else:
