@@ -37,7 +37,7 @@ def test_the_page_shows_the_grid_in_status_colours(cli, chromium, tmp_path, load
     proc = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                            "--disable-component-update", "--disable-sync", "--no-first-run", "--hide-scrollbars",
                            "--force-color-profile=srgb", f"--user-data-dir={tmp_path / 'profile'}",
-                           f"--screenshot={shot}", "--window-size=1200,900", page.as_uri()],
+                           f"--screenshot={shot}", "--window-size=900,600", page.as_uri()],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and shot.exists(), proc.stderr[-2000:]
     seen = png.colours(shot.read_bytes())
