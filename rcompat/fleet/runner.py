@@ -38,6 +38,7 @@ _NODE_FAILURE = re.compile(r"srun: error: Node failure on (\S+)")
 _TASK_END = re.compile(r"srun: error: (\S+): tasks? ([\d,-]+): (.*)")
 STDERR_TAIL = 12
 CANCEL_GRACE_S = 15.0
+MAX_LINE = 1 << 20  # bytes of one output line held at once
 
 
 @dataclass
@@ -188,7 +189,7 @@ class _Step:
 
     def _read_stdout(self, stream) -> None:
         node_mark, exit_mark = f"{self.mark} node ", f"{self.mark} exit "
-        for raw in iter(stream.readline, b""):
+        for raw in iter(lambda: stream.readline(MAX_LINE), b""):  # a longer line's rest has no label: dropped
             line = raw.decode("utf-8", "surrogateescape").rstrip("\n")
             match = _LABELLED.match(line)
             if not match:
@@ -208,7 +209,7 @@ class _Step:
                 task.handle.write(text + "\n")
 
     def _read_stderr(self, stream) -> None:
-        for raw in iter(stream.readline, b""):
+        for raw in iter(lambda: stream.readline(MAX_LINE), b""):
             line = raw.decode("utf-8", "replace").rstrip("\n")
             match = _LABELLED.match(line)
             if match:
