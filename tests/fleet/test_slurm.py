@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,27 @@ REPO = Path(__file__).resolve().parents[2]
 def fleet(cluster, *args: str, env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "rcompat", "fleet", *args], capture_output=True, text=True,
                           timeout=timeout, cwd=str(REPO), env={**os.environ, **cluster.env, **(env or {})})
+
+
+@contextmanager
+def held_run(cluster, hold: Path, *args: str):
+    """A `fleet run` whose task on n3 waits in the TaskProlog: yields the process once n3 is held, and
+    lets n3 go (and the process end) on the way out, whatever happened."""
+    hold.mkdir()
+    proc = subprocess.Popen([sys.executable, "-m", "rcompat", "fleet", "run", "-w", "n[1-3]", *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=str(REPO),
+                            env={**os.environ, **cluster.env, "RCOMPAT_TEST_HOLD": str(hold)})
+    try:
+        deadline = time.monotonic() + 120
+        while not (hold / "n3-held").exists():  # n3's task is held in its TaskProlog
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.1)
+        yield proc
+    finally:
+        (hold / "release").touch()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
 
 
 def _fleet_json(report_file: Path) -> dict:
@@ -62,25 +84,13 @@ def test_report_of_the_run_directory_says_the_same(r_fleet_run, tmp_path):
 
 
 def test_a_node_taken_down_mid_run_is_a_finding(slurm_cluster, tmp_path):
-    hold = tmp_path / "hold"
-    hold.mkdir()
     out_dir, report = tmp_path / "nodes", tmp_path / "report.json"
-    proc = subprocess.Popen([sys.executable, "-m", "rcompat", "fleet", "run", "-w", "n[1-3]", "-o", str(out_dir),
-                             "--only", "system", "--format", "json", "--report", str(report)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=str(REPO),
-                            env={**os.environ, **slurm_cluster.env, "RCOMPAT_TEST_HOLD": str(hold)})
     try:
-        deadline = time.monotonic() + 120
-        while not (hold / "n3-held").exists():  # n3's task is held in its TaskProlog
-            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
-            time.sleep(0.1)
-        slurm_cluster.run("scontrol", "update", "NodeName=n3", "State=DOWN", "Reason=pulled-mid-run")
-        stdout, stderr = proc.communicate(timeout=300)
+        with held_run(slurm_cluster, tmp_path / "hold", "-o", str(out_dir), "--only", "system", "--format", "json",
+                      "--report", str(report)) as proc:
+            slurm_cluster.run("scontrol", "update", "NodeName=n3", "State=DOWN", "Reason=pulled-mid-run")
+            stdout, stderr = proc.communicate(timeout=300)
     finally:
-        (hold / "release").touch()
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
         slurm_cluster.resume("n3")
     assert proc.returncode == 1, stderr
     n3 = json.loads((out_dir / "n3.json").read_text())
@@ -174,24 +184,10 @@ def test_rcompat_own_failure_never_drains(slurm_cluster):
 def test_ctrl_c_cancels_the_step_and_leaves_no_part_file(slurm_cluster, tmp_path):
     import signal
 
-    hold = tmp_path / "hold"
-    hold.mkdir()
     out_dir = tmp_path / "nodes"
-    proc = subprocess.Popen([sys.executable, "-m", "rcompat", "fleet", "run", "-w", "n[1-3]", "-o", str(out_dir),
-                             "--only", "system", "--quiet"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, cwd=str(REPO), env={**os.environ, **slurm_cluster.env, "RCOMPAT_TEST_HOLD": str(hold)})
-    try:
-        deadline = time.monotonic() + 120
-        while not (hold / "n3-held").exists():
-            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
-            time.sleep(0.1)
+    with held_run(slurm_cluster, tmp_path / "hold", "-o", str(out_dir), "--only", "system", "--quiet") as proc:
         proc.send_signal(signal.SIGINT)
         stdout, stderr = proc.communicate(timeout=120)
-    finally:
-        (hold / "release").touch()
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     assert proc.returncode == 130 and "interrupted" in stderr, stderr
     assert stdout == "" and not list(out_dir.glob(".*.part"))
     deadline = time.monotonic() + 60  # the step is gone: Slurm lists no job of ours
