@@ -3,7 +3,6 @@ fact that differs the majority value and the outliers, nodes written as Slurm ho
 render through every renderer; `facts["fleet"]` holds the node x finding grid for JSON and HTML."""
 from __future__ import annotations
 
-from collections import Counter
 from typing import Any
 
 from rcompat.fleet.aggregate import ABSENT, Aggregator, shown, value_key
@@ -102,12 +101,10 @@ def _difference(path, values, agg: Aggregator, hostlist) -> dict[str, Any] | Non
     else:
         recorded = dict(values.values)
     reference_nodes = nodes.minus(union(recorded.values()))
-    counted = Counter()
     sets: dict[Any, NodeSet] = {}
     for value, ns in [(value_key(reference_value), reference_nodes), *recorded.items()]:
         if len(ns):
             sets[value] = union([sets[value], ns]) if value in sets else ns
-            counted[value] = len(sets[value])
     if len(sets) < 2:
         return None
     ordered = sorted(sets.items(), key=lambda item: (-len(item[1]), shown(item[0])))
