@@ -8,8 +8,9 @@
 set -uo pipefail
 
 APT_PACKAGES=(r-base-core r-base-dev r-cran-reticulate r-cran-jsonlite r-cran-testthat
-              abigail-tools binutils gcc libc6-dev make debootstrap locales)
-# What each command or part is for, to say why it is installed.
+              abigail-tools binutils gcc libc6-dev make debootstrap locales
+              slurmctld slurmd slurm-client munge prometheus-node-exporter chromium)
+# What each command is for, to say why it is installed.
 declare -A WHY=(
   [Rscript]="R, which rcompat probes and the R tests run"
   [R]="R CMD INSTALL of the test fixtures' R packages"
@@ -18,12 +19,18 @@ declare -A WHY=(
   [readelf]="the reference ELF reader the ELF tests compare with (binutils)"
   [abidiff]="the reference ABI diff of the abi-diff tests and benchmark (abigail-tools)"
   [debootstrap]="the Debian root of the other release for the R 4.5 tier (tests/tier)"
+  [slurmctld]="the fleet tests' own three-node Slurm (tests/fleet)"
+  [slurmd]="the fleet tests' own three-node Slurm (tests/fleet)"
+  [srun]="the fleet tests' own three-node Slurm (slurm-client)"
+  [munged]="Slurm's authentication in the fleet tests (munge)"
+  [prometheus-node-exporter]="the textfile collector that scrapes 'fleet --format prometheus'"
+  [chromium]="the headless browser that opens the fleet report's HTML page"
 )
 missing=()
 # RCOMPAT_FORCE_SYSTEM_INSTALL=1 takes the install branch even when nothing is missing (to test it).
 [ -n "${RCOMPAT_FORCE_SYSTEM_INSTALL:-}" ] && missing+=("(forced)")
-for cmd in Rscript R gcc nm readelf abidiff debootstrap; do
-  command -v "$cmd" >/dev/null 2>&1 || missing+=("$cmd (${WHY[$cmd]})")
+for cmd in Rscript R gcc nm readelf abidiff debootstrap slurmctld slurmd srun munged prometheus-node-exporter chromium; do
+  command -v "$cmd" >/dev/null 2>&1 || [ -x "/usr/sbin/$cmd" ] || missing+=("$cmd (${WHY[$cmd]})")
 done
 if command -v Rscript >/dev/null 2>&1; then
   if ! Rscript -e 'q(status = !all(sapply(c("reticulate", "jsonlite", "testthat"), requireNamespace, quietly = TRUE)))' \
@@ -58,7 +65,21 @@ else
 fi
 export DEBIAN_FRONTEND=noninteractive
 log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+cleanup=(rm -f "$log")
+trap '"${cleanup[@]}"' EXIT
+# Installing slurmctld, slurmd, munge and prometheus-node-exporter would start their system services;
+# the tests start daemons of their own (private config, key, ports) and need none of those. A
+# policy-rc.d that says 101 ("action forbidden", Debian's invoke-rc.d policy) keeps them stopped, as in
+# a chroot; one already there is left as it is.
+# (RCOMPAT_POLICY_RC_D moves it, for the set-up script's own tests.)
+policy=${RCOMPAT_POLICY_RC_D:-/usr/sbin/policy-rc.d}
+if [ ! -e "$policy" ]; then
+  say "holding back service starts during the install ($policy, removed after)"
+  if printf '#!/bin/sh\nexit 101\n' | "${SUDO[@]}" tee "$policy" >/dev/null; then
+    "${SUDO[@]}" chmod 755 "$policy"
+    cleanup=(sh -c "rm -f '$log'; ${SUDO[*]} rm -f '$policy'")
+  fi
+fi
 if ! "${SUDO[@]}" apt-get update -q >"$log" 2>&1; then
   tail -n 5 "$log" >&2
   cannot "'apt-get update' failed (no mirror reachable, or apt is locked by another process: see above)"

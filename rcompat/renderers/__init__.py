@@ -5,7 +5,7 @@ from typing import Any
 
 from rcompat.errors import UsageError
 
-FORMATS = ("text", "json", "markdown", "junit")
+FORMATS = ("text", "json", "markdown", "junit", "html", "prometheus")
 
 
 def render(report, fmt: str = "text", **options: Any) -> str:
@@ -18,6 +18,10 @@ def render(report, fmt: str = "text", **options: Any) -> str:
         from rcompat.renderers.markdown import render_markdown as fn
     elif fmt in ("junit", "xml"):
         from rcompat.renderers.junit import render_junit as fn
+    elif fmt == "html":
+        from rcompat.renderers.html import render_html as fn
+    elif fmt == "prometheus":
+        from rcompat.renderers.prometheus import render_prometheus as fn
     else:
         raise UsageError(f"unknown format '{fmt}'; choose from: {', '.join(FORMATS)}")
     return fn(report, **options)

@@ -14,8 +14,10 @@ import pytest
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "ensure_system.sh"
 
 
-def _run(env_path: str, user: str | None = None) -> subprocess.CompletedProcess:
+def _run(env_path: str, user: str | None = None, policy: Path | None = None) -> subprocess.CompletedProcess:
     env = {"PATH": env_path, "RCOMPAT_FORCE_SYSTEM_INSTALL": "1", "HOME": "/tmp", "LANG": "C.UTF-8"}
+    if policy:
+        env["RCOMPAT_POLICY_RC_D"] = str(policy)
     argv = [shutil.which("bash"), str(SCRIPT)]
     if user:
         argv = [shutil.which("setpriv"), f"--reuid={user}", "--regid=nogroup", "--clear-groups", *argv]
@@ -29,8 +31,10 @@ def test_a_failing_apt_is_reported_and_set_up_goes_on(tmp_path):
     fake.mkdir()
     (fake / "apt-get").write_text("#!/bin/sh\necho 'E: Could not resolve deb.example: Temporary failure' >&2\nexit 100\n")
     (fake / "apt-get").chmod(0o755)
-    out = _run(f"{fake}:{os.environ['PATH']}")
+    policy = tmp_path / "policy-rc.d"
+    out = _run(f"{fake}:{os.environ['PATH']}", policy=policy)
     assert out.returncode == 0, out.stderr
+    assert "holding back service starts" in out.stderr and not policy.exists()  # removed after
     assert "could not install the Debian packages: 'apt-get update' failed" in out.stderr
     assert "Could not resolve" in out.stderr  # apt's own reason is shown
     assert "sudo apt-get install r-base-core" in out.stderr and "will skip" in out.stderr
