@@ -76,7 +76,7 @@ def test_required_literal_is_in_every_match():
 
 
 def test_explain_on_one_hostile_line_and_a_long_log_is_fast():
-    from rcompat.tools.explain import explain, load_symptoms
+    from rcompat.explain import explain, load_symptoms
 
     symptoms = load_symptoms()
     line = "/a" * 256 * 1024 + " libstdc++.so.6" * 2000 + "liblantern.so" * 20000  # ~1 MB, no newline
