@@ -78,19 +78,35 @@ def library(name: str) -> Library:
     else:
         candidates = [stem, re.sub(r"[-.]\d[\w.]*$", "", stem)]  # libpython3.11 -> libpython3 too
     row = next((table[c.lower()] for c in candidates if c.lower() in table), None)
+    if row is None:  # a sub-library the table does not list (libcudnn_engines_tensor_ir): its family's row
+        row = next((table[p] for p in _prefixes(candidates[-1].lower()) if p in table), None)
     return Library(base, stem, major, platform, row)
+
+
+def _prefixes(stem: str) -> list[str]:
+    """libcudnn_engines_tensor_ir -> libcudnn_engines_tensor, libcudnn_engines, libcudnn."""
+    parts = stem.split("_")
+    return ["_".join(parts[:n]) for n in range(len(parts) - 1, 0, -1)]
 
 
 def symbol_family(symbol: str, demangled: str = "") -> "dict[str, str] | None":
     """The family row of an undefined symbol: the first namespace of its demangled C++ name, else the
     longest matching C prefix (nvJitLink's entry points carry their CUDA version: __nvJitLinkCreate_12_4)."""
-    namespace = _first_namespace(demangled) if demangled and demangled != symbol else ""
+    readable = demangled if demangled and demangled != symbol else ""
+    namespace = _first_namespace(readable) if readable else ""
+    name = _plain_name(readable) if readable and not namespace else symbol
     for row in symbol_families():
         if row["kind"] == "namespace" and namespace == row["text"]:
             return row
-        if row["kind"] == "prefix" and not namespace and symbol.startswith(row["text"]):
+        if row["kind"] == "prefix" and not namespace and name.startswith(row["text"]):
             return row
     return None
+
+
+def _plain_name(demangled: str) -> str:
+    """`cudnnGenericOpTensorNd` of `cudnnStatus_t cudnnGenericOpTensorNd<2>(cudnnContext*, ...)`."""
+    head = demangled.split("(", 1)[0].split("<", 1)[0].split()
+    return head[-1].lstrip("*&") if head else demangled
 
 
 def required_version(symbol: str) -> str:
