@@ -51,7 +51,7 @@ def _soname(groups: dict[str, str]) -> None:
     groups["provider"] = (f"{lib.name} is {_article(filled['component'])}{filled['component']}"
                           + (f" (installed by {packages})" if packages else "") + ".")
     if filled.get("note"):
-        groups["provider_note"] = filled["note"][0].upper() + filled["note"][1:] + "."
+        groups["provider_note"] = sentence(filled["note"])
     groups["provider_source"] = filled["source"]
 
 
@@ -68,7 +68,7 @@ def _symbol(groups: dict[str, str]) -> None:
     needs = vocabulary.required_version(symbol) if row["family"] == "nvJitLink" else ""
     groups["symbol_owner"] = (f"{groups.get('symbol_readable', symbol)} belongs to {row['family']} ({row['owner']}): "
                               f"{side}" + (f"; it needs nvJitLink {needs} or newer" if needs else "") + ".")
-    groups["symbol_remedy"] = row["remedy"][0].upper() + row["remedy"][1:] + "."
+    groups["symbol_remedy"] = sentence(row["remedy"])
     groups["symbol_family"] = row["family"]
 
 
@@ -80,7 +80,7 @@ def _error_code(groups: dict[str, str]) -> "Status | None":
         return None
     groups["code_name"] = row["name"]
     groups["code_meaning"] = f"{row['name']} ({row['number']}, \"{row['message']}\"): {row['meaning']}."
-    groups["code_next"] = row["next"][0].upper() + row["next"][1:] + "." if row["next"] else ""
+    groups["code_next"] = sentence(row["next"]) if row["next"] else ""
     groups["code_source"] = row["source"]
     if row.get("symptom"):
         groups["explained_by"] = row["symptom"]
@@ -91,6 +91,15 @@ def _error_code(groups: dict[str, str]) -> "Status | None":
     if row["kind"] == "resource":
         groups["code_kind_note"] = "This is a resource limit of the GPU at that moment, not a broken install."
     return None
+
+
+def sentence(text: str) -> str:
+    """`text` as a sentence: a capital first letter unless its first word has its own case (cuDNN,
+    nvJitLink), and a full stop."""
+    first = text.split(" ", 1)[0]
+    if first.islower():
+        text = text[0].upper() + text[1:]
+    return text if text.endswith(".") else text + "."
 
 
 def _article(noun: str) -> str:
