@@ -7,12 +7,11 @@ import sys
 from rcompat.cli.common import add_report_options
 
 EXAMPLES = """examples:
-  rcompat explain "ImportError: libcudnn_cnn.so.9: cannot open shared object file"
-  rcompat explain --from-file session.log          # a whole log (UTF-8, or PowerShell's UTF-16)
-  some-command 2>&1 | rcompat explain -            # stdin, under the same size limit as a file
-  rcompat explain --check --from-file crash.log    # also confirm on this machine (reads libraries, never loads)
-  rcompat explain --list                           # the symptoms and classes rcompat knows
-"""
+rcompat explain "libcudnn_cnn.so.9: cannot open shared object file"
+rcompat explain --from-file session.log     (a whole log: UTF-8 or UTF-16)
+some-command 2>&1 | rcompat explain -       (stdin: same limit as a file)
+rcompat explain --check --from-file crash.log   (also confirm it here)
+rcompat explain --list                      (the symptoms and classes known)"""
 
 
 def register(sub) -> None:
@@ -25,7 +24,7 @@ def register(sub) -> None:
                     "library/symbol from the text) and the remedy. Exit 1 when a failure was recognised; 0 "
                     "with 'no known symptom matched', or when the text shows an error in the code rather "
                     "than the environment (a warn). Nothing is run unless --check is given.",
-        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+        epilog=EXAMPLES)
     p.add_argument("text", nargs="*", metavar="TEXT", help="the error text ('-' reads stdin)")
     p.add_argument("--from-file", metavar="FILE", help="read the text from FILE ('-' for stdin)")
     p.add_argument("--check", action="store_true",
