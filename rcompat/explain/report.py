@@ -41,7 +41,7 @@ def explain(text: "str | Iterable[str]", symptoms: "Iterable[Symptom] | None" = 
     if not matches:
         report.add(Finding(
             id="EXPLAIN-NO-MATCH", area=AREA, status=Status.SKIP, title="no known symptom matched",
-            message="None of the known symptoms or classes matches this text (`rcompat explain --list`).",
+            message="None of the known symptoms matches this text (`rcompat explain --list`).",
             remedy="Run `rcompat doctor` for a full check of this machine. If the error recurs, add its "
                    "text to rcompat/data/symptoms.toml with its source.",
             evidence={"chars": scan.chars, "lines": scan.lines}))
