@@ -74,7 +74,9 @@ def _symbol(groups: dict[str, str]) -> None:
 
 def _error_code(groups: dict[str, str]) -> "Status | None":
     row = (vocabulary.error_code(name=groups.get("code", ""))
-           or vocabulary.error_code(message=groups.get("cuda_message", ""), family=groups.get("family", ""))
+           or vocabulary.error_code(message=groups.get("cuda_message", ""))
+           or vocabulary.error_code(message=groups.get("nccl_message", ""), family="ncclResult")
+           or vocabulary.error_code(message=groups.get("nvml_message", ""), family="nvmlReturn")
            or vocabulary.error_code(number=groups.get("number", ""), family=groups.get("family", "cudaError")))
     if row is None:
         return None

@@ -63,8 +63,9 @@ def find_matches(text: "str | Iterable[str]", symptoms: "Iterable[Symptom] | Non
     scan = scan if scan is not None else Scan()
     found: dict[str, list[Match]] = {s.id: [] for s in symptoms}
     seen: dict[str, set] = {s.id: set() for s in symptoms}
+    automaton = literal_automaton(symptoms)
     for block in _blocks([text] if isinstance(text, str) else text, scan):
-        present = _LiteralIndex(block.text)
+        present = _LiteralIndex(block.text, automaton)
         for symptom in symptoms:
             if len(found[symptom.id]) < MAX_MATCHES_PER_SYMPTOM:
                 _symptom_matches(symptom, block, present, found[symptom.id], seen[symptom.id])
@@ -117,11 +118,14 @@ def _blocks(pieces: Iterable[str], scan: Scan) -> Iterable[_Block]:
 
 class _LiteralIndex:
     """Where a pattern can match: windows around each occurrence of the literal every match contains.
-    A match reaches at most WINDOW characters either side of its literal (the tables bound their runs
-    to 4096); the lower-cased copy for (?i) patterns is made once per block."""
+    The case-sensitive literals of all rows are found in one pass (Aho-Corasick, pyahocorasick's C
+    automaton) when it is installed, else each with str.find; (?i) ones in a lower-cased copy made once
+    per block. A match reaches at most WINDOW characters either side of its literal (the tables bound
+    their runs to 4096)."""
 
-    def __init__(self, text: str):
-        self.text, self._lower = text, None
+    def __init__(self, text: str, automaton=None):
+        self.text, self._lower, self._automaton = text, None, automaton
+        self._hits: "dict[str, list[int]] | None" = None
         self._windows: dict[tuple[str, bool], list[tuple[int, int]]] = {}
 
     def windows(self, literal: "str | None", ignore_case: bool) -> list[tuple[int, int]]:
@@ -129,25 +133,54 @@ class _LiteralIndex:
             return [(0, len(self.text))]
         key = (literal, ignore_case)
         if key not in self._windows:
-            self._windows[key] = self._find(literal, ignore_case)
+            if not ignore_case and self._automaton is not None:
+                if self._hits is None:
+                    self._hits = {}
+                    for end, word in self._automaton.iter(self.text):
+                        self._hits.setdefault(word, []).append(end - len(word) + 1)
+                self._windows[key] = self._spans(self._hits.get(literal, ()), len(literal))
+            else:
+                self._windows[key] = self._spans(self._found(literal, ignore_case), len(literal))
         return self._windows[key]
 
-    def _find(self, literal: str, ignore_case: bool) -> list[tuple[int, int]]:
+    def _found(self, literal: str, ignore_case: bool):
         if ignore_case and self._lower is None:
             self._lower = self.text.lower()
         hay = self._lower if ignore_case else self.text
-        spans: list[tuple[int, int]] = []
         at = hay.find(literal)
         while at >= 0:
-            start, end = max(0, at - WINDOW), min(len(hay), at + len(literal) + WINDOW)
+            yield at
+            at = hay.find(literal, at + max(1, WINDOW))  # the window around `at` covers what lies before
+
+    def _spans(self, starts, length: int) -> list[tuple[int, int]]:
+        spans: list[tuple[int, int]] = []
+        size = len(self.text)
+        for at in starts:
+            start, end = max(0, at - WINDOW), min(size, at + length + WINDOW)
             if spans and start <= spans[-1][1]:
-                spans[-1] = (spans[-1][0], end)
+                spans[-1] = (spans[-1][0], max(end, spans[-1][1]))
             else:
                 spans.append((start, end))
             if len(spans) > MAX_WINDOWS:
-                return [(0, len(hay))]  # dense: one linear scan of everything is cheaper
-            at = hay.find(literal, end - len(literal) + 1 if end < len(hay) else len(hay))
+                return [(0, size)]  # dense: one linear scan of everything is cheaper
         return spans
+
+
+def literal_automaton(symptoms: "list[Symptom]"):
+    """The Aho-Corasick automaton of the rows' case-sensitive literals, or None without pyahocorasick."""
+    try:
+        import ahocorasick
+    except ImportError:
+        return None
+    automaton = ahocorasick.Automaton()
+    for s in symptoms:
+        for pattern, literal in zip(s.patterns, s.literals or ()):
+            if literal and not pattern.flags & re.IGNORECASE:
+                automaton.add_word(literal, literal)
+    if not len(automaton):
+        return None
+    automaton.make_automaton()
+    return automaton
 
 
 def _symptom_matches(symptom: Symptom, block: _Block, present: _LiteralIndex, found: list[Match],

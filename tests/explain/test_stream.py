@@ -108,3 +108,17 @@ def test_a_match_across_a_block_boundary_is_found_once(monkeypatch):
     report = explain(iter([text[i:i + 1000] for i in range(0, len(text), 1000)]), SYMPTOMS)
     assert _ids(report) == ["shared-library-not-found"]
     assert report.findings[0].evidence["line"] == 40 and "occurrences" not in report.findings[0].evidence
+
+
+def test_without_pyahocorasick_the_same_texts_are_placed(monkeypatch):
+    """The one-pass literal search (Aho-Corasick) and the str.find fallback window the same places."""
+    from rcompat.explain import matching
+    from rcompat.explain.corpus import load_cases
+
+    texts = [c["text"] for c in load_cases("corpus")[::3] + load_cases("new")[::3]]
+    log = "\nepoch 1 loss 0.1\n".join(texts)
+    with_automaton = [(m.symptom.id, m.first_line) for m in matching.find_matches(log, SYMPTOMS)]
+    assert matching.literal_automaton(SYMPTOMS) is not None
+    monkeypatch.setattr(matching, "literal_automaton", lambda symptoms: None)
+    without = [(m.symptom.id, m.first_line) for m in matching.find_matches(log, SYMPTOMS)]
+    assert with_automaton == without and len(without) > 40
