@@ -80,3 +80,26 @@ def test_cli_check_flag(cli, old_nvjitlink, tmp_path):
     finding = json.loads(run.stdout)["findings"][0]
     assert finding["evidence"]["checked"][0].startswith("Confirmed: libnvJitLink.so.12 here is")
     assert json.loads(run.stdout)["facts"]["explain"]["checked"] is True
+
+
+def _cuda_wheel_lib(soname: str):
+    places = find_library(soname)
+    return places[0] if places else None
+
+
+@pytest.mark.gpu
+def test_check_reads_the_real_cuda_libraries_of_this_machine(tmp_path, monkeypatch):
+    """On a GPU machine with Python torch's CUDA wheels: --check finds the real libnvJitLink and libcudnn
+    where torch would load them and reads their symbols (never loading them)."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    nvjitlink = _cuda_wheel_lib("libnvJitLink.so.12") or _cuda_wheel_lib("libnvJitLink.so.13")
+    cudnn = _cuda_wheel_lib("libcudnn.so.9")
+    if not nvjitlink or not cudnn:
+        pytest.skip("no CUDA libraries of torch's nvidia-* wheels (or the toolkit) on this machine")
+    soname = os.path.basename(nvjitlink)
+    text = f"libcusparse.so.12: undefined symbol: __nvJitLinkComplete_99_9, version {soname}\n"
+    finding = explain(text, SYMPTOMS, check=True).findings[0]
+    assert f"Confirmed: {soname} here is {nvjitlink}" in finding.message
+    assert "does not define __nvJitLinkComplete_99_9" in finding.message
+    missing = explain("OSError: libcudnn.so.9: cannot open shared object file", SYMPTOMS, check=True).findings[0]
+    assert f"Checked here: libcudnn.so.9 is at {cudnn}" in missing.message

@@ -45,6 +45,11 @@ def conda_paths(text: str) -> str:
     return re.sub(r"(?<![\w.~-])/(usr|opt|home|lib|lib64)/", r"/home/jdoe/miniconda3/envs/dl/\1/", text)
 
 
+def windows_paths(text: str) -> str:
+    """A Windows text from another user and drive, with a space in the path (C:\\Users\\me -> E:\\Users\\Jane Doe)."""
+    return re.sub(r"\b[A-Z]:\\(?:Users\\[^\\\s]+\\)?", lambda m: "E:\\Users\\Jane Doe\\", text)
+
+
 def other_versions(text: str) -> str:
     """Every dotted version's last part bumped (11.8 -> 11.9, 2.1.0 -> 2.1.1, GLIBCXX_3.4.30 -> 3.4.31)."""
     def bump(m: re.Match) -> str:
@@ -60,7 +65,8 @@ def other_library(text: str) -> str:
                   text)
 
 
-WRAPPERS = [r_package_load, python_traceback, jupyter, rstudio, conda_paths, other_versions, other_library]
+WRAPPERS = [r_package_load, python_traceback, jupyter, rstudio, conda_paths, windows_paths, other_versions,
+            other_library]
 
 
 def _ids(text: str) -> list[str]:
@@ -80,8 +86,9 @@ def test_a_wrapped_text_is_placed_like_the_original(wrap):
 
 
 def test_the_wrappers_change_the_text():
-    sample = "ImportError: /usr/lib/libcudart.so.11.0: cannot open shared object file (GLIBCXX_3.4.30)"
+    sample = "ImportError: /usr/lib/libcudart.so.11.0: cannot open shared object file (GLIBCXX_3.4.30) C:\\x.dll"
     for wrap in WRAPPERS:
         assert wrap(sample) != sample, wrap.__name__
     assert "libnvJitLink.so.11" in other_library(sample) and "3.4.31" in other_versions(sample)
     assert "/home/jdoe/miniconda3/envs/dl/usr/lib/" in conda_paths(sample)
+    assert "E:\\Users\\Jane Doe\\x.dll" in windows_paths(sample)
