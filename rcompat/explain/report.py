@@ -29,7 +29,7 @@ def explain(text: "str | Iterable[str]", symptoms: "Iterable[Symptom] | None" = 
         from rcompat.explain.stream import clean
 
         text = clean(text)
-    matches = [m for m in find_matches(text, symptoms, scan) if _enriched(m)]
+    matches = [m for m in find_matches(text, symptoms, scan) if enriched(m)]
     reported = {m.symptom.id for m in matches}
     matches = [m for m in matches if m.groups.get("explained_by") not in reported]  # the row says it better
     if check:
@@ -50,7 +50,7 @@ def explain(text: "str | Iterable[str]", symptoms: "Iterable[Symptom] | None" = 
     return report
 
 
-def _enriched(match: Match) -> bool:
+def enriched(match: Match) -> bool:
     """Look the match's captures up in its class's vocabulary; False when a required answer is missing
     (a code name the tables do not know places nothing)."""
     match.status = enrich(match.symptom.enrich, match.groups)
@@ -60,7 +60,7 @@ def _enriched(match: Match) -> bool:
 def to_finding(match: Match) -> Finding:
     s = match.symptom
     if match.status is None and s.enrich:
-        _enriched(match)
+        enriched(match)
     status = match.status or s.status
     commands = match.confirm_commands()
     where = f"line {match.first_line}" if match.first_line == match.last_line else \

@@ -112,13 +112,10 @@ class Guarded:
             yield piece
 
 
-def read_text(texts: "list[str] | None", from_file: "str | None", stdin=None) -> str:
-    """The whole error text (for callers that need a string: verification, the R front door); empty
-    input is a usage error."""
-    buffer = getattr(stdin, "buffer", stdin) if stdin is not None else None
-    if stdin is not None and not hasattr(buffer, "read"):
-        buffer = None
-    text = "".join(input_pieces(texts, from_file, buffer))
+def read_text(texts: "list[str] | None", from_file: "str | None", stdin: "BinaryIO | None" = None) -> str:
+    """The whole error text (for callers that need one string: the R front door, tests); empty input is
+    a usage error. `stdin` is a binary stream (default: this process's)."""
+    text = "".join(input_pieces(texts, from_file, stdin))
     if not text.strip():
         raise UsageError("no error text given: pass it as an argument, with --from-file FILE, or '-' for stdin")
     return text
