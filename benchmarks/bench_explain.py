@@ -41,7 +41,7 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--mib", type=int, default=10)
     args = ap.parse_args()
-    from rcompat.tools.explain import explain, load_symptoms
+    from rcompat.explain import explain, load_symptoms
 
     symptoms = load_symptoms()
     text, expected = build_log(args.mib)

@@ -20,6 +20,7 @@ COMMAND_MODULES = (
     "rcompat.cuda.cli",
     "rcompat.elf.cli",
     "rcompat.race.cli",
+    "rcompat.explain.cli",
     "rcompat.cli.tools_cmd",
     "rcompat.upgrade_scan.cli",
     "rcompat.parity.cli",

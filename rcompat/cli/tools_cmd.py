@@ -1,4 +1,4 @@
-"""`rcompat explain | lock | snapshot | scan | ci`: argument parsing only; handlers in rcompat.tools.cli."""
+"""`rcompat lock | snapshot | scan | ci`: argument parsing only; handlers in rcompat.tools.cli."""
 from __future__ import annotations
 
 from rcompat.cli.common import add_command_group, add_report_options, timeout_seconds
@@ -13,25 +13,10 @@ def _handler(name: str):
 
 
 def register(sub) -> None:
-    _explain(sub)
     _lock(sub)
     _snapshot(sub)
     _scan(sub)
     _ci(sub)
-
-
-def _explain(sub) -> None:
-    p = sub.add_parser(
-        "explain", help="explain a pasted error text (cause, confirming command, remedy)",
-        description="Match error output against rcompat's table of known symptoms and print the cause, the "
-                    "rcompat command that confirms it (with the library/symbol from the text) and the remedy. "
-                    "Exit 1 when a known failure was recognised, 0 with 'no known symptom matched' otherwise.")
-    p.add_argument("text", nargs="*", metavar="TEXT", help="the error text ('-' reads stdin)")
-    p.add_argument("--from-file", metavar="FILE", help="read the text from FILE ('-' for stdin)")
-    p.add_argument("--list", action="store_true", help="list the known symptoms and exit")
-    p.add_argument("--symptoms", metavar="FILE", help="use this symptom table instead of rcompat's")
-    add_report_options(p)
-    p.set_defaults(func=_handler("explain"))
 
 
 def _min_confidence(parser, what: str, default: str) -> None:

@@ -40,15 +40,17 @@ def user_output(text: str) -> str:
 
 
 def diagnose(result: ChildResult, error_text: str = "") -> Diagnosis:
-    from rcompat.tools.explain import fill, find_matches, load_symptoms
+    from rcompat.explain.matching import find_matches
+    from rcompat.explain.report import enriched, to_finding
+    from rcompat.explain.symptoms import fill, load_symptoms
 
     kind = end_kind(result, bool(error_text))
     symptoms = load_symptoms()
     text = "\n".join(t for t in (error_text, user_output(result.stdout + "\n" + result.stderr)) if t)
-    matches = find_matches(text, symptoms)
-    specific = [m for m in matches if m.symptom.id not in GENERIC] or matches
+    matches = [m for m in find_matches(text, symptoms) if enriched(m)]  # a class's unknown code places nothing
+    specific = [m for m in matches if m.symptom.id not in GENERIC and not m.symptom.generic] or matches
     if specific:
-        finding = specific[0].to_finding()
+        finding = to_finding(specific[0])
         return Diagnosis(kind, specific[0].symptom.id, finding.message.split("\nConfirm: ")[0].split("\nMatched at")[0],
                          finding.remedy, finding.source)
     row = next((s for s in symptoms if kind in s.ends), None)

@@ -1,4 +1,4 @@
-"""Handlers of `rcompat explain | lock check | snapshot save/diff | scan | ci matrix`.
+"""Handlers of `rcompat lock check | snapshot save/diff | scan | ci matrix`.
 
 Parsing lives in rcompat/cli/tools_cmd.py; each handler reads its input, calls one tool module and
 writes the result. Own errors (missing file, bad table) raise RcompatError: exit 2, one line.
@@ -18,20 +18,6 @@ def _given_file(path: str | None, what: str) -> str | None:
     if path is not None:
         require_file(path, what)
     return path
-
-
-def explain(args: argparse.Namespace) -> int:
-    from rcompat.tools.explain import explain as run, load_symptoms, read_text, symptom_list
-
-    symptoms = load_symptoms(_given_file(args.symptoms, "symptom table"))
-    if args.list:
-        from rcompat.renderers.text import DEFAULT_WIDTH, output_width
-
-        to_stdout = not args.output or args.output == "-"
-        write_output(symptom_list(symptoms, output_width(sys.stdout) if to_stdout else DEFAULT_WIDTH), args.output)
-        return 0
-    report = run(read_text(args.text, args.from_file), symptoms)
-    return emit_report(report, args)
 
 
 def lock_check(args: argparse.Namespace) -> int:

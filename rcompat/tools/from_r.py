@@ -55,7 +55,7 @@ def doctor(areas: Any = None, timeout: float | None = None) -> str:
 
 
 def explain(text: str) -> str:
-    from rcompat.tools.explain import explain as run
+    from rcompat.explain.report import explain as run
 
     return findings_table(run(text).findings)
 

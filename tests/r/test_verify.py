@@ -100,7 +100,7 @@ def test_verify_json_needs_no_jsonlite_and_keeps_scalars_scalar(rlibs, tmp_path)
 
 
 def test_each_failure_kind_gets_its_own_remedy_from_the_symptom_table(rlibs):
-    from rcompat.tools.explain import load_symptoms
+    from rcompat.explain import load_symptoms
 
     table = {s.id: s for s in load_symptoms()}
     segv = verify("torch", _facts(rlibs["segv"]), timeout=60)

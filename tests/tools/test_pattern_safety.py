@@ -100,7 +100,7 @@ def test_required_literal_is_in_every_match():
 def test_explain_on_one_hostile_line_and_a_long_log_is_linear(yardstick):
     """Issue 21: a 50 KB line took 17 s. Against the yardstick, not seconds; benchmarks/bench_explain.py
     measures the speed (~0.3 s for the 10 MB log)."""
-    from rcompat.tools.explain import explain, load_symptoms
+    from rcompat.explain import explain, load_symptoms
 
     symptoms = load_symptoms()
     line = "/a" * 256 * 1024 + " libstdc++.so.6" * 2000 + "liblantern.so" * 20000  # ~1 MB, no newline

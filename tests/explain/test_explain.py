@@ -8,7 +8,7 @@ import pytest
 
 from rcompat.errors import DataError, UsageError
 from rcompat.model import Status
-from rcompat.tools.explain import explain, find_matches, load_symptoms, read_text
+from rcompat.explain import explain, find_matches, load_symptoms, read_text
 
 REPO = Path(__file__).resolve().parents[2]
 LOGS = REPO / "fixtures" / "logs"
@@ -36,7 +36,8 @@ def test_each_log_is_matched_by_its_symptom(log):
 def test_every_symptom_has_a_log_fixture_or_a_corpus_case():
     import tomllib
 
-    corpus = tomllib.loads((REPO / "fixtures" / "explain" / "corpus.toml").read_text(encoding="utf-8"))["case"]
+    corpus = [case for name in ("corpus", "new_cases", "code_errors")
+              for case in tomllib.loads((REPO / "fixtures" / "explain" / f"{name}.toml").read_text(encoding="utf-8"))["case"]]
     covered = {_intended(p) for p in LOGS.glob("*.log")} | {s for c in corpus for s in c["expect"]}
     assert {s.id for s in SYMPTOMS if s.patterns} <= covered  # rows without patterns explain only child ends
 
