@@ -4,11 +4,12 @@
 set -euo pipefail
 
 APT_PACKAGES=(r-base-core r-base-dev r-cran-reticulate r-cran-jsonlite r-cran-testthat
-              abigail-tools binutils gcc libc6-dev make debootstrap)
+              abigail-tools binutils gcc libc6-dev make debootstrap
+              podman skopeo zstd)  # the last three: tests/upgrade writes images with the real tools
 missing=()
 # RCOMPAT_FORCE_SYSTEM_INSTALL=1 takes the install branch even when nothing is missing (to test it).
 [ -n "${RCOMPAT_FORCE_SYSTEM_INSTALL:-}" ] && missing+=("(forced)")
-for cmd in Rscript R gcc nm readelf abidiff debootstrap; do
+for cmd in Rscript R gcc nm readelf abidiff debootstrap podman skopeo zstd; do
   command -v "$cmd" >/dev/null 2>&1 || missing+=("$cmd")
 done
 if command -v Rscript >/dev/null 2>&1; then
