@@ -90,7 +90,8 @@ def build_images(top: Path, gcc: str, fixtures: Path) -> dict:
     (ctx / "Containerfile").write_text("FROM localhost/old:latest\nCOPY torch/ /opt/torch/lib/\n"
                                        "COPY libextra.so.1 /lib/x86_64-linux-gnu/libextra.so.1\n")
     podman("build", "-q", "--network", "none", "-t", "localhost/new:latest", str(ctx))
-    out = {"old-dir": Path(podman("image", "mount", "localhost/old:latest")),
+    out = {"top": top, "old-layer": build / "old.tar",
+           "old-dir": Path(podman("image", "mount", "localhost/old:latest")),
            "new-dir": Path(podman("image", "mount", "localhost/new:latest"))}
     saved = top / "saved"
     saved.mkdir()

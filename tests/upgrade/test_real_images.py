@@ -102,3 +102,45 @@ def test_podman_save_m_needs_a_tag_and_matches_as_docker_does(real):
     with pytest.raises(ImageError, match="no image tagged 'docker.io/library/new'"):
         with open_source(f"{both}@docker.io/library/new"):  # another registry's image of that name
             pass
+
+
+def test_a_layer_hiding_the_loader_fails_the_interpreter_check(real, load_helper, tmp_path):
+    """A layer that puts a directory where the merged-/usr symlink lib64 was: podman merges it so (its own
+    `image mount` shows it), every program loses /lib64/ld-linux-x86-64.so.2, and the scan says so."""
+    helper, paths = real
+    images = load_helper("upgrade_images", Path(__file__).with_name("_images.py"))
+    upper = images.write_layer(tmp_path / "upper.tar", [images.directory("lib64/"),
+                                                       images.file("lib64/README", b"not the loader\n")])
+    saved = images.docker_save(tmp_path / "hidden.tar", [([paths["old-layer"], upper], {}, ["localhost/hidden:1"])])
+    podman = helper.Podman(paths["top"])
+    podman("load", "-q", "-i", str(saved))
+    merged = Path(podman("image", "mount", "localhost/hidden:1"))
+    assert (merged / "lib64").is_dir() and not (merged / "lib64").is_symlink()
+    assert not (merged / "lib64/ld-linux-x86-64.so.2").exists()
+    with open_source(str(saved)) as src:  # the symlink gone too (the empty directory is not materialised)
+        assert not (Path(src.root) / "lib64").is_symlink()
+        assert not (Path(src.root) / "lib64/ld-linux-x86-64.so.2").exists()
+    found = {f.id: f for f in upgrade(str(paths["old-dir"]), str(saved), driver="580.65.06").findings}
+    interp = found["UPGRADE-INTERP"]
+    assert interp.status.value == "fail" and "/lib64/ld-linux-x86-64.so.2: not in the root" in interp.message
+    assert "/usr/bin/app" in interp.message
+    if os.geteuid() == 0:  # and the kernel agrees: the program cannot be started in a chroot of podman's merge
+        with pytest.raises(FileNotFoundError):
+            helper.loader_list(merged, "/usr/bin/app")
+
+
+def test_a_layer_writing_through_the_lib_symlink_merges_as_podman_merges_it(real, load_helper, tmp_path):
+    helper, paths = real
+    images = load_helper("upgrade_images", Path(__file__).with_name("_images.py"))
+    leaf = paths["old-dir"] / "opt/app/lib/libleaf.so.1"
+    upper = images.write_layer(tmp_path / "upper.tar", [images.file("lib/x86_64-linux-gnu/libthrough.so.1", leaf)])
+    saved = images.docker_save(tmp_path / "through.tar", [([paths["old-layer"], upper], {}, ["localhost/through:1"])])
+    podman = helper.Podman(paths["top"])
+    podman("load", "-q", "-i", str(saved))
+    merged = Path(podman("image", "mount", "localhost/through:1"))
+    with open_source(str(saved)) as src:
+        root = Path(src.root)
+        for tree in (merged, root):  # the symlink kept, the file landed in usr/lib beside libc
+            assert os.readlink(tree / "lib") == "usr/lib", tree
+            assert (tree / "usr/lib/x86_64-linux-gnu/libthrough.so.1").read_bytes() == leaf.read_bytes(), tree
+            assert (tree / "usr/lib/x86_64-linux-gnu/libc.so.6").is_file(), tree
