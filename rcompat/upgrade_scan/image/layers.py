@@ -31,7 +31,7 @@ from rcompat.errors import ImageError
 from rcompat.upgrade_scan.image.inflate import Window, compression_of, inflate_errors, inflated
 from rcompat.upgrade_scan.image.manifest import Blob, LayerRef
 from rcompat.upgrade_scan.image.safety import RootWriter, member_parts, rel
-from rcompat.upgrade_scan.image.tarheaders import Unsupported, expect_zeros, read_headers
+from rcompat.upgrade_scan.image.tarheaders import Unsupported, expect_zeros, read_headers, stream_members
 
 # Besides ELF objects, the files the upgrade scan reads (paths inside the root; `*` also crosses '/').
 METADATA_PATTERNS = (
@@ -91,6 +91,10 @@ class Staged:
     number: int
     ops: list = field(default_factory=list)  # (kind, parts, argument)
     description: dict = field(default_factory=dict)
+    attempt: int = 0  # 1: read again through tarfile (staged names must not clash with the first try's)
+    skipped: int = 0  # counted into the Tally once the layer is read, so a second try counts once
+    skipped_bytes: int = 0
+    special: list = field(default_factory=list)
 
 
 def read_layer(layer: LayerRef, number: int, stage_fd: int, *, everything: bool, tally: Tally,
@@ -108,13 +112,23 @@ def read_layer(layer: LayerRef, number: int, stage_fd: int, *, everything: bool,
     staged = Staged(number)
     try:
         if compression:
-            _stage(staged, _streamed(stream), stage_fd, everything, tally, ceiling, stop)
+            try:
+                _stage(staged, _streamed(stream), stage_fd, everything, tally, ceiling, stop)
+            except _Restart:
+                window = Window(blob)
+                stream = inflated(window, compression)
+                staged = Staged(number, attempt=1)
+                _stage(staged, _tarfile_streamed(stream), stage_fd, everything, tally, ceiling, stop)
             _check_tail(stream)
         else:
             _stage(staged, _in_place(stream, blob), stage_fd, everything, tally, ceiling, stop)
     except (tarfile.TarError, *inflate_errors()) as exc:
         raise ImageError(f"truncated or corrupt ({' '.join(str(exc).split()) or type(exc).__name__})") from None
     window.check_digest()
+    with tally.lock:
+        tally.skipped += staged.skipped
+        tally.skipped_bytes += staged.skipped_bytes
+        tally.special += staged.special
     staged.description = {"layer": blob.name, "size": blob.size, "members": len(staged.ops), "taken": 0,
                           "media_type": layer.media_type or f"tar{'+' + compression if compression else ''}"}
     return staged
@@ -140,7 +154,7 @@ def _stage(staged: Staged, entries, stage_fd: int, everything: bool, tally: Tall
                 ops.append(("hard", parts, (member_parts(member.linkname, "hard link target"), member.linkname)))
             elif member.isreg() and (everything or _is_metadata(rel(parts)) or _is_elf_object(member, head)):
                 _check_claim(member, ceiling, tally)
-                name = f"{staged.number}.{len(ops)}"
+                name = f"{staged.number}.{staged.attempt}.{len(ops)}"
                 fd = os.open(name, _STAGED_FLAGS, (member.mode & 0o755) | 0o600, dir_fd=stage_fd)
                 try:
                     fill(fd)
@@ -149,12 +163,11 @@ def _stage(staged: Staged, entries, stage_fd: int, everything: bool, tally: Tall
                 ops.append(("file", parts, name))
             else:
                 ops.append(("hide", parts, None))  # hides what a lower layer had there
-                with tally.lock:
-                    if member.isreg():
-                        tally.skipped += 1
-                        tally.skipped_bytes += member.size
-                    else:
-                        tally.special.append(rel(parts))
+                if member.isreg():
+                    staged.skipped += 1
+                    staged.skipped_bytes += member.size
+                else:
+                    staged.special.append(rel(parts))
         except OSError as exc:  # ENAMETOOLONG, ENOSPC, EFBIG: named by member, in one short line
             raise ImageError(f"member {short_name(member.name)}: {exc.strerror or type(exc).__name__}") from None
 
@@ -285,10 +298,22 @@ def _at(blob: Blob, member: tarfile.TarInfo):
 
 
 def _streamed(stream: io.BufferedReader):
-    """Members of a compressed layer, read in one pass: the first bytes sniffed, then the rest copied."""
+    """Members of a compressed layer, read in one pass (tarheaders.stream_members; tarfile where it
+    cannot: then the layer is read again from its start, before anything of it was merged)."""
+    try:
+        yield from stream_members(stream, _ELF_HEAD)
+    except Unsupported:
+        raise _Restart() from None
+
+
+def _tarfile_streamed(stream: io.BufferedReader):
     tar = tarfile.open(fileobj=stream, mode="r|")
     for member in tar:
         yield from _one_streamed(tar, member)
+
+
+class _Restart(Exception):
+    """A compressed layer whose headers need tarfile: read it again, through tarfile."""
 
 
 def _one_streamed(tar: tarfile.TarFile, member: tarfile.TarInfo):

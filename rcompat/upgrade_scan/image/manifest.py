@@ -163,14 +163,25 @@ class DirContainer:
 
 
 def is_image_dir(path: str) -> bool:
+    """Whether the directory `path` is an image layout rather than a root filesystem. A directory that
+    holds a layout's files but not a root's top directories counts as a layout even when those files are
+    damaged: reading it then fails (exit 2), where reading it as a root would find nothing and pass."""
     names = DirContainer(path).names()
     if {"oci-layout", "index.json"} <= names or _is_dir_transport(path, names):
+        return True
+    if not names & {"manifest.json", "index.json", "oci-layout"}:
+        return False
+    if not _looks_like_root(path):
         return True
     if "manifest.json" not in names:
         return False
     data = _manifest_or_none(path)
     # a root filesystem may hold an unrelated /manifest.json: only docker's list of images counts
     return isinstance(data, list) and bool(data) and all(isinstance(e, dict) and "Layers" in e for e in data)
+
+
+def _looks_like_root(path: str) -> bool:
+    return any(os.path.isdir(os.path.join(path, d)) for d in ("usr", "etc", "bin", "lib", "opt", "var"))
 
 
 def _manifest_or_none(path: str):
