@@ -159,3 +159,41 @@ def inflate_errors() -> tuple:
     except ImportError:
         pass
     return tuple(errors)
+
+
+def check_zstd_frames(blob: Blob) -> None:
+    """Walk the zstd frames of `blob` by their block headers (RFC 8878 section 3.1): the zstandard
+    stream reader ends quietly at a frame cut short, so a truncated layer would read as a shorter one."""
+    pos, end = blob.offset, blob.offset + blob.size
+
+    def take(n: int) -> bytes:
+        nonlocal pos
+        data = os.pread(blob.fd, n, pos)
+        if len(data) < n:
+            raise ImageError("truncated or corrupt (a zstd frame is cut short)")
+        pos += n
+        return data
+
+    while pos < end:
+        magic = int.from_bytes(take(4), "little")
+        if 0x184D2A50 <= magic <= 0x184D2A5F:  # a skippable frame
+            pos += int.from_bytes(take(4), "little")
+            continue
+        if magic != 0xFD2FB528:
+            raise ImageError("truncated or corrupt (data after the last zstd frame)")
+        descriptor = take(1)[0]
+        single_segment = (descriptor >> 5) & 1
+        pos += (0 if single_segment else 1) + (0, 1, 2, 4)[descriptor & 3] \
+            + ((1 if single_segment else 0), 2, 4, 8)[descriptor >> 6]
+        while True:
+            header = int.from_bytes(take(3), "little")
+            kind, size = (header >> 1) & 3, header >> 3
+            if kind == 3:
+                raise ImageError("truncated or corrupt (a zstd block of the reserved type)")
+            pos += 1 if kind == 1 else size
+            if header & 1:
+                break
+        if (descriptor >> 2) & 1:
+            take(4)  # the content checksum, which the reader verified
+    if pos > end:
+        raise ImageError("truncated or corrupt (a zstd frame is cut short)")

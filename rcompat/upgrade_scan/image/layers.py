@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from fnmatch import translate
 
 from rcompat.errors import ImageError
-from rcompat.upgrade_scan.image.inflate import Window, compression_of, inflate_errors, inflated
+from rcompat.upgrade_scan.image.inflate import Window, check_zstd_frames, compression_of, inflate_errors, inflated
 from rcompat.upgrade_scan.image.manifest import Blob, LayerRef
 from rcompat.upgrade_scan.image.safety import RootWriter, member_parts, rel
 from rcompat.upgrade_scan.image.tarheaders import Unsupported, expect_zeros, read_headers, stream_members
@@ -120,6 +120,8 @@ def read_layer(layer: LayerRef, number: int, stage_fd: int, *, everything: bool,
                 staged = Staged(number, attempt=1)
                 _stage(staged, _tarfile_streamed(stream), stage_fd, everything, tally, ceiling, stop)
             _check_tail(stream)
+            if compression == "zstd":
+                check_zstd_frames(blob)
         else:
             _stage(staged, _in_place(stream, blob), stage_fd, everything, tally, ceiling, stop)
     except (tarfile.TarError, *inflate_errors()) as exc:
