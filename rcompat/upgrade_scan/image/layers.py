@@ -31,7 +31,8 @@ from rcompat.errors import ImageError
 from rcompat.upgrade_scan.image.inflate import Window, check_zstd_frames, compression_of, inflate_errors, inflated
 from rcompat.upgrade_scan.image.manifest import Blob, LayerRef
 from rcompat.upgrade_scan.image.safety import RootWriter, member_parts, rel
-from rcompat.upgrade_scan.image.tarheaders import Unsupported, expect_zeros, read_headers, stream_members
+from rcompat.upgrade_scan.image.tarheaders import (Unsupported, expect_zeros, read_headers, stream_members,
+                                                        zeros_to_end)
 
 # Besides ELF objects, the files the upgrade scan reads (paths inside the root; `*` also crosses '/').
 METADATA_PATTERNS = (
@@ -119,7 +120,7 @@ def read_layer(layer: LayerRef, number: int, stage_fd: int, *, everything: bool,
                 stream = inflated(window, compression)
                 staged = Staged(number, attempt=1)
                 _stage(staged, _tarfile_streamed(stream), stage_fd, everything, tally, ceiling, stop)
-            _check_tail(stream)
+            zeros_to_end(stream)  # read to the end: gzip's CRC checked, only zeros after the tar
             if compression == "zstd":
                 check_zstd_frames(blob)
         else:
@@ -349,16 +350,6 @@ def _copy_range(src: int, dst: int, offset: int, size: int) -> None:
             if not chunk:
                 raise ImageError("a member's data ends early: truncated layer") from None
             done += os.write(dst, chunk)
-
-
-def _check_tail(stream: io.BufferedReader) -> None:
-    """Read a gzip layer to its end, so its CRC is checked, and insist that only zeros follow the tar."""
-    while True:
-        chunk = stream.read(1 << 20)
-        if not chunk:
-            return
-        if chunk.strip(b"\0"):
-            raise ImageError("damaged tar header in the layer (data after the last readable member)")
 
 
 def _count(n: int, one: str, many: str = "") -> str:

@@ -226,15 +226,9 @@ def _dir_transport(container: "DirContainer", name: str, selector: "str | None")
     `<hex>.manifest.json`), every blob a file named by its hex digest."""
     if selector:
         raise UsageError(f"{name}@{selector}: a dir: layout holds one image and no tags; give {name}")
-    manifest, notes = _json(container, "manifest.json"), []
-    for _level in range(4):
-        if not isinstance(manifest, dict):
-            raise ImageError(f"{name}/manifest.json is {type_name(manifest)}, not an image manifest")
-        if manifest.get("mediaType") not in _INDEX_TYPES and "manifests" not in manifest:
-            break
-        descriptor, note = pick_platform(manifest, name)
-        notes.append(note)
-        manifest = _json(container, f"{_hex(descriptor, name)}.manifest.json", _digest(descriptor))
+    notes: list[str] = []
+    manifest = _platform_manifest(container, _json(container, "manifest.json"), name, notes,
+                                  lambda d: f"{_hex(d, name)}.manifest.json")
     if manifest.get("schemaVersion") != 2:
         raise ImageError(f"{name}/manifest.json: schema version {manifest.get('schemaVersion')!r}; rcompat reads "
                          "schema 2 (docker v2s2 or OCI) manifests: copy the image again with skopeo or podman")
@@ -271,16 +265,23 @@ def _oci_layout(container, name: str, selector: "str | None") -> ImagePlan:
     tagged = [(d, [t for t in (_annotation(d, "org.opencontainers.image.ref.name"),
                                _annotation(d, "io.containerd.image.name")) if t]) for d in descriptors]
     descriptor, tags, notes = choose(name, tagged, selector)
-    manifest = _json(container, _blob_path(descriptor, name), _digest(descriptor))
-    for _level in range(4):  # a multi-platform image: an index of manifests, one per platform
+    manifest = _platform_manifest(container, _json(container, _blob_path(descriptor, name), _digest(descriptor)),
+                                  name, notes, lambda d: _blob_path(d, name))
+    return _from_manifest(container, name, manifest, tags, notes, "oci-layout", lambda d: _blob_path(d, name))
+
+
+def _platform_manifest(container, manifest, name: str, notes: list, where) -> dict:
+    """The image manifest itself: through a multi-platform index (an index of manifests, one per
+    platform), this machine's; `where(descriptor)` names a manifest's blob."""
+    for _level in range(4):
         if not isinstance(manifest, dict):
-            raise ImageError(f"{name}: the image manifest {descriptor.get('digest')} is not an object")
+            raise ImageError(f"{name}: an image manifest is {type_name(manifest)}, not an object")
         if manifest.get("mediaType") not in _INDEX_TYPES and "manifests" not in manifest:
-            break
+            return manifest
         descriptor, note = pick_platform(manifest, name)
         notes.append(note)
-        manifest = _json(container, _blob_path(descriptor, name), _digest(descriptor))
-    return _from_manifest(container, name, manifest, tags, notes, "oci-layout", lambda d: _blob_path(d, name))
+        manifest = _json(container, where(descriptor), _digest(descriptor))
+    raise ImageError(f"{name}: image indexes nested more than 4 deep")
 
 
 def _from_manifest(container, name: str, manifest: dict, tags: list, notes: list, kind: str, where) -> ImagePlan:

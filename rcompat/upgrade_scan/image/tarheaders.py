@@ -47,13 +47,7 @@ def read_headers(fd: int, offset: int, size: int) -> list[tarfile.TarInfo]:
             if length > _MAX_EXTENSION:
                 raise Unsupported("huge extended header")
             pos = _after(data, length, size)
-            extension = os.pread(fd, length, offset + data)
-            if kind == tarfile.XHDTYPE:
-                pax = _pax_records(extension)
-            elif kind == tarfile.GNUTYPE_LONGNAME:
-                long_name = _text(extension.split(b"\0", 1)[0])
-            else:
-                long_link = _text(extension.split(b"\0", 1)[0])
+            pax, long_name, long_link = _extended(kind, os.pread(fd, length, offset + data), pax, long_name, long_link)
             continue
         if kind not in _KNOWN or any(key.startswith("GNU.sparse") for key in pax):
             raise Unsupported(f"type {kind!r}")
@@ -62,6 +56,14 @@ def read_headers(fd: int, offset: int, size: int) -> list[tarfile.TarInfo]:
         pos = _after(data, member.size, size) if member.isreg() else data  # as tarfile skips data
         pax, long_name, long_link = {}, None, None
     return members  # no end-of-archive blocks: tolerated, as tarfile does
+
+
+def _extended(kind: bytes, extension: bytes, pax: dict, long_name, long_link) -> tuple:
+    """(pax, long_name, long_link) after an extended header of type `kind` holding `extension`."""
+    if kind == tarfile.XHDTYPE:
+        return _pax_records(extension), long_name, long_link
+    text = _text(extension.split(b"\0", 1)[0])
+    return (pax, text, long_link) if kind == tarfile.GNUTYPE_LONGNAME else (pax, long_name, text)
 
 
 def _after(data: int, length: int, size: int) -> int:
@@ -147,7 +149,7 @@ def stream_members(stream, elf_head: int):
         if not block:
             return  # no end-of-archive blocks: tolerated, as tarfile does
         if not block.strip(b"\0"):
-            _zeros_to_end(stream)
+            zeros_to_end(stream)
             return
         if _number(block[148:156]) != 256 + sum(block[:148]) + sum(block[156:]):
             raise Unsupported("checksum")
@@ -156,12 +158,7 @@ def stream_members(stream, elf_head: int):
             if length > _MAX_EXTENSION:
                 raise Unsupported("huge extended header")
             extension = _read_exact(stream, -(-length // _BLOCK) * _BLOCK, "extended header")[:length]
-            if kind == tarfile.XHDTYPE:
-                pax = _pax_records(extension)
-            elif kind == tarfile.GNUTYPE_LONGNAME:
-                long_name = _text(extension.split(b"\0", 1)[0])
-            else:
-                long_link = _text(extension.split(b"\0", 1)[0])
+            pax, long_name, long_link = _extended(kind, extension, pax, long_name, long_link)
             continue
         if kind not in _KNOWN or any(key.startswith("GNU.sparse") for key in pax):
             raise Unsupported(f"type {kind!r}")
@@ -214,10 +211,11 @@ def _read_exact(stream, size: int, what: str, allow_eof: bool = False) -> bytes:
     return data
 
 
-def _zeros_to_end(stream) -> None:
+def zeros_to_end(stream) -> None:
+    """Read `stream` to its end (so a compressed layer's own check runs), insisting on zeros only."""
     while True:
         chunk = stream.read(1 << 20)
         if not chunk:
             return
         if chunk.strip(b"\0"):
-            raise ImageError("damaged layer: data after the end-of-archive mark (a header that could not be read?)")
+            raise ImageError("damaged tar header in the layer (data after the last readable member)")
