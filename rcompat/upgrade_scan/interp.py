@@ -10,11 +10,14 @@ than its libc fails with "version `GLIBC_PRIVATE' not found").
 from __future__ import annotations
 
 import os
+import struct
 from dataclasses import dataclass, field
 
 from rcompat.upgrade_scan.side import Side
 
-_PT_INTERP = "PT_INTERP"
+_PT_INTERP = 3
+_MAX_PROGRAM_HEADERS = 4096  # a real program has about a dozen
+_MAX_INTERP = 4096  # PATH_MAX
 _MAX_PROGRAMS_NAMED = 5
 
 
@@ -32,18 +35,40 @@ class InterpCheck:
 
 
 def program_interpreter(host: str) -> "str | None":
-    """The PT_INTERP path of the ELF file at `host`, None when it has none (a shared library)."""
-    from elftools.common.exceptions import ELFError
-    from elftools.elf.elffile import ELFFile
-
+    """The PT_INTERP path of the ELF file at `host`, None when it has none (a shared library) or the
+    file is not a readable ELF object. Read from the program headers (ELF gABI, "Program Header")."""
     try:
         with open(host, "rb") as fh:
-            for segment in ELFFile(fh).iter_segments():
-                if segment["p_type"] == _PT_INTERP:
-                    return segment.get_interp_name()
-    except (ELFError, OSError, ValueError, KeyError):
+            ident = fh.read(64)
+            if len(ident) < 52 or ident[:4] != b"\x7fELF" or ident[4] not in (1, 2) or ident[5] not in (1, 2):
+                return None
+            wide, order = ident[4] == 2, "<" if ident[5] == 1 else ">"
+            phoff, phentsize, phnum = (struct.unpack_from(order + "Q", ident, 32)[0], *struct.unpack_from(
+                order + "HH", ident, 54)) if wide else (struct.unpack_from(order + "I", ident, 28)[0],
+                                                         *struct.unpack_from(order + "HH", ident, 42))
+            if not phnum or phentsize < (56 if wide else 32) or phnum > _MAX_PROGRAM_HEADERS:
+                return None
+            fh.seek(phoff)
+            table = fh.read(phentsize * phnum)
+            for k in range(len(table) // phentsize):
+                entry = table[k * phentsize:(k + 1) * phentsize]
+                if struct.unpack_from(order + "I", entry, 0)[0] != _PT_INTERP:
+                    continue
+                offset, size = _offset_size(entry, order, wide)
+                if size > _MAX_INTERP:
+                    return None
+                fh.seek(offset)
+                return fh.read(size).split(b"\0", 1)[0].decode("utf-8", "surrogateescape") or None
+    except (OSError, struct.error):
         return None
     return None
+
+
+def _offset_size(entry: bytes, order: str, wide: bool) -> tuple[int, int]:
+    """p_offset and p_filesz of a program header."""
+    if wide:  # p_type, p_flags, p_offset, p_vaddr, p_paddr, p_filesz
+        return struct.unpack_from(order + "Q", entry, 8)[0], struct.unpack_from(order + "Q", entry, 32)[0]
+    return struct.unpack_from(order + "I", entry, 4)[0], struct.unpack_from(order + "I", entry, 16)[0]
 
 
 def _programs(side: Side) -> dict[str, list[str]]:
