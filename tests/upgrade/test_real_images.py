@@ -144,3 +144,20 @@ def test_a_layer_writing_through_the_lib_symlink_merges_as_podman_merges_it(real
             assert os.readlink(tree / "lib") == "usr/lib", tree
             assert (tree / "usr/lib/x86_64-linux-gnu/libthrough.so.1").read_bytes() == leaf.read_bytes(), tree
             assert (tree / "usr/lib/x86_64-linux-gnu/libc.so.6").is_file(), tree
+
+
+def test_a_loader_from_another_glibc_than_libc_fails_the_interpreter_check(real, gcc, tmp_path):
+    import shutil
+    import subprocess
+
+    _helper, paths = real
+    new = tmp_path / "new"
+    shutil.copytree(paths["old-dir"], new, symlinks=True)
+    loader = new / "usr/lib64/ld-linux-x86-64.so.2"
+    loader.unlink()  # an ELF object of that soname defining none of the versions libc.so.6 takes from it
+    subprocess.run([gcc, "-shared", "-fPIC", "-o", str(loader), str(REPO / "fixtures/elf/leaf.c"),
+                    "-Wl,-soname,ld-linux-x86-64.so.2"], check=True, capture_output=True)
+    found = {f.id: f for f in upgrade(str(paths["old-dir"]), str(new), driver="580.65.06").findings}
+    assert found["UPGRADE-INTERP"].status.value == "fail", found["UPGRADE-INTERP"]
+    assert "GLIBC_PRIVATE" in found["UPGRADE-INTERP"].message and "different glibc releases" in \
+        found["UPGRADE-INTERP"].message
