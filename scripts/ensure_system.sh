@@ -9,7 +9,8 @@ set -uo pipefail
 
 APT_PACKAGES=(r-base-core r-base-dev r-cran-reticulate r-cran-jsonlite r-cran-testthat
               abigail-tools binutils gcc libc6-dev make debootstrap locales
-              slurmctld slurmd slurm-client munge prometheus-node-exporter chromium)
+              slurmctld slurmd slurm-client munge prometheus-node-exporter chromium
+              podman skopeo zstd)
 # What each command is for, to say why it is installed.
 declare -A WHY=(
   [Rscript]="R, which rcompat probes and the R tests run"
@@ -25,11 +26,15 @@ declare -A WHY=(
   [munged]="Slurm's authentication in the fleet tests (munge)"
   [prometheus-node-exporter]="the textfile collector that scrapes 'fleet --format prometheus'"
   [chromium]="the headless browser that opens the fleet report's HTML page"
+  [podman]="images written by the real tools for the upgrade tests (tests/upgrade)"
+  [skopeo]="images copied to every layout and compression for the upgrade tests"
+  [zstd]="zstd-compressed image layers in the upgrade tests"
 )
 missing=()
 # RCOMPAT_FORCE_SYSTEM_INSTALL=1 takes the install branch even when nothing is missing (to test it).
 [ -n "${RCOMPAT_FORCE_SYSTEM_INSTALL:-}" ] && missing+=("(forced)")
-for cmd in Rscript R gcc nm readelf abidiff debootstrap slurmctld slurmd srun munged prometheus-node-exporter chromium; do
+for cmd in Rscript R gcc nm readelf abidiff debootstrap slurmctld slurmd srun munged prometheus-node-exporter chromium \
+           podman skopeo zstd; do
   command -v "$cmd" >/dev/null 2>&1 || [ -x "/usr/sbin/$cmd" ] || missing+=("$cmd (${WHY[$cmd]})")
 done
 if command -v Rscript >/dev/null 2>&1; then

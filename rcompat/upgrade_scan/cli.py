@@ -14,9 +14,15 @@ def register(sub) -> None:
                     "sonames NEW's own frameworks need but NEW lacks; ABI drift of the libraries carried objects "
                     "link. Only what the upgrade introduces fails; a problem OLD had too is a warn marked "
                     "pre-existing. OLD and NEW are each a directory holding an unpacked root filesystem, an image "
-                    "tarball (docker save / podman save), an OCI image layout directory, or / for this machine.",
-        epilog="Exit codes: 0 nothing introduced, 1 the upgrade breaks something (warn too with --strict), "
-               "2 unusable input.")
+                    "tarball (docker save / podman save, docker-archive or oci-archive), an OCI image layout "
+                    "directory, a dir: layout (podman save --format docker-dir|oci-dir, skopeo copy dir:), or / "
+                    "for this machine; layers uncompressed, gzip or zstd. FILE@TAG picks one image of several "
+                    "(matched as Docker matches: NAME is NAME:latest).",
+        epilog="examples: rcompat upgrade old-root/ new.tar; rcompat upgrade images.tar@app:1 images.tar@app:2 "
+               "--strict; rcompat upgrade / new-oci-dir/ --format json -o upgrade.json. "
+               "Exit codes: 0 nothing introduced, 1 the upgrade breaks something (warn too with --strict), "
+               "2 unusable input (a damaged or unreadable image, named by its whole path; an archive of several "
+               "images without @TAG).")
     p.add_argument("old", metavar="OLD", help="the root or image in use now")
     p.add_argument("new", metavar="NEW", help="the root or image to move to")
     p.add_argument("--driver", metavar="VERSION",

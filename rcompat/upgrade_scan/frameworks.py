@@ -31,8 +31,24 @@ class NewlyNeeded:
     from_driver: list[NeededGap] = field(default_factory=list)  # the driver provides them at run time
 
 
+def framework_library_names() -> set[str]:
+    """Core libraries that mark a framework's library directory (rcompat/data/upgrade_stack.toml)."""
+    from rcompat.data import cached_toml
+
+    return {row["name"] for row in cached_toml("upgrade_stack.toml", "framework_library",
+                                               required=("name", "framework", "source"))}
+
+
+def framework_dirs(side: Side) -> list[str]:
+    """torch/lib and Lantern directories the stack found, and any directory holding a framework's core
+    library (libtorch_cpu.so under /opt/torch/lib, without torch/version.py beside it)."""
+    names = framework_library_names()
+    found = {os.path.dirname(p) for p in side.inventory.objects if os.path.basename(p) in names}
+    return sorted(set(side.stack.torch_lib_dirs + side.stack.lantern_dirs) | found)
+
+
 def framework_objects(side: Side) -> list[str]:
-    dirs = tuple(d.rstrip("/") + "/" for d in side.stack.torch_lib_dirs + side.stack.lantern_dirs)
+    dirs = tuple(d.rstrip("/") + "/" for d in framework_dirs(side))
     cuda = {p for name in ("CUDA runtime", "cuDNN", "cuBLAS", "NCCL")
             for p in (side.stack.components[name].where if name in side.stack.components else [])}
     return sorted(p for p in side.inventory.objects if p.startswith(dirs) or p in cuda)

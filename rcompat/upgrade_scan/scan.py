@@ -95,6 +95,7 @@ def scan_sides(old: Side, new: Side, *, driver: str | None = None, carry=(), pro
     from rcompat.elf.errors import ElfError
     from rcompat.upgrade_scan import carried as carried_mod
     from rcompat.upgrade_scan import findings, frameworks
+    from rcompat.upgrade_scan.interp import interpreter_findings
     from rcompat.upgrade_scan.inventory import identical_objects
     from rcompat.upgrade_scan.rebind import rebind
     from rcompat.upgrade_scan.stack_checks import driver_finding, stack_findings
@@ -115,6 +116,8 @@ def scan_sides(old: Side, new: Side, *, driver: str | None = None, carry=(), pro
         return out
     out += stack_findings(old.stack, new.stack)
     out.append(driver_finding(new.stack, driver))
+    with prog.step("NEW's program interpreters"):
+        out += interpreter_findings(old, new)
     with prog.step("finding carried objects"):
         identical = identical_objects(old.inventory, new.inventory)
         indexes = SharedIndexes(identical)

@@ -108,7 +108,8 @@ LAYERS = {
     "rcompat.upgrade_scan": [[("rcompat.upgrade_scan.image",)],
                         [("rcompat.upgrade_scan.inventory", "rcompat.upgrade_scan.stack", "rcompat.upgrade_scan.stack_checks",
                           "rcompat.upgrade_scan.side", "rcompat.upgrade_scan.carried", "rcompat.upgrade_scan.rebind",
-                          "rcompat.upgrade_scan.frameworks", "rcompat.upgrade_scan.findings")],  # the checks of the scan
+                          "rcompat.upgrade_scan.frameworks", "rcompat.upgrade_scan.findings",
+                          "rcompat.upgrade_scan.interp")],  # the checks of the scan
                         [("rcompat.upgrade_scan.scan",)], [("rcompat.upgrade_scan.cli",)]],
 }
 

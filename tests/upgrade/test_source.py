@@ -158,12 +158,15 @@ def test_several_images_in_one_tarball(tmp_path, images, objs):
     one = images.write_layer(tmp_path / "a.tar", [images.file("usr/lib/liba.so", objs["leaf"])])
     two = images.write_layer(tmp_path / "b.tar", [images.file("usr/lib/libb.so", objs["mid"])])
     spec = images.docker_save(tmp_path / "two.tar", [([one], {"V": "1"}, ["demo:1"]), ([two], {"V": "2"}, ["demo:2"])])
-    with open_source(str(spec)) as src:
-        assert tree(src.root) == {"usr", "usr/lib", "usr/lib/liba.so"} and src.env == {"V": "1"}
-        assert any("2 images" in n and "demo:2" in n and "two.tar@TAG" in n for n in src.notes), src.notes
+    with pytest.raises(UsageError, match=r"two.tar holds 2 images: name one as .*two.tar@TAG \(tags: "
+                                         r"demo:1; demo:2\)"):
+        with open_source(str(spec)):
+            pass
     with open_source(f"{spec}@demo:2") as src:
         assert tree(src.root) == {"usr", "usr/lib", "usr/lib/libb.so"} and src.label == "two.tar (demo:2)"
-    with pytest.raises(ImageError, match="no image tagged 'demo:3'; its tags: demo:1, demo:2"):
+    with open_source(f"{spec}@docker.io/library/demo:1") as src:  # Docker's normalised spelling
+        assert tree(src.root) == {"usr", "usr/lib", "usr/lib/liba.so"} and src.env == {"V": "1"}
+    with pytest.raises(ImageError, match="no image tagged 'demo:3'; its tags: demo:1; demo:2"):
         with open_source(f"{spec}@demo:3"):
             pass
 
@@ -193,7 +196,8 @@ def test_interrupt_removes_the_temporary_root(tmp_path, images, objs):
     class Interrupting(Progress):
         def note(self, what: str) -> None:
             if "layer 2/2" in what:
-                assert len(list(scratch.iterdir())) == 1  # layer 1 is merged there
+                # layer 1 is merged into the root; the layers' kept files wait in a staging directory beside it
+                assert sorted(p.name.split("-")[1] for p in scratch.iterdir()) == ["layers", "root"]
                 raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
@@ -221,14 +225,8 @@ def _hostile(case: str, tmp: Path, images, objs) -> Path:
         return one([i.file("usr/lib/ok.so", elf), i.file("../../etc/passwd", elf)])
     if case == "absolute":
         return one([i.file(f"{outside}/abs.so", elf)])
-    if case == "symlink-absolute":
-        return one([i.symlink("lib", str(outside)), i.file("lib/evil.so", elf)])
-    if case == "symlink-relative":
-        return one([i.directory("usr/"), i.symlink("usr/lib", "../../../outside"), i.file("usr/lib/evil.so", elf)])
-    if case == "symlink-non-elf":  # left out or not, a path through a symlink is refused
-        return one([i.symlink("lib", str(outside)), i.file("lib/notes.txt", b"x")])
-    if case == "symlink-after-skip":  # lib/ was seen absent before the symlink came
-        return one([i.file("lib/a.txt", b"x"), i.symlink("lib", str(outside)), i.file("lib/b.txt", b"x")])
+    if case == "symlink-loop":
+        return one([i.symlink("a", "b"), i.symlink("b", "a"), i.file("a/x.so", elf)])
     if case == "hardlink":
         return one([i.hardlink("usr/lib/x.so", "../../outside/secret")])
     if case == "whiteout-dotdot":
@@ -280,10 +278,6 @@ def _replace_layer(tmp: Path, images, data: bytes) -> Path:
 HOSTILE = {
     "dotdot": "'../../etc/passwd' climbs out of the root",
     "absolute": "has an absolute path",
-    "symlink-absolute": "goes through the symlink 'lib'",
-    "symlink-relative": "goes through the symlink 'usr/lib'",
-    "symlink-non-elf": "goes through the symlink 'lib'",
-    "symlink-after-skip": "goes through the symlink 'lib'",
     "hardlink": "hard link target '../../outside/secret' climbs out",
     "whiteout-dotdot": "whiteout 'usr/.wh...' names no entry",
     "truncated": "truncated",
@@ -292,7 +286,8 @@ HOSTILE = {
     "gzip-outer": "gzip-compressed: decompress it first",
     "missing-layer": "names '0123abcd/layer.tar', which the tarball does not contain",
     "corrupt-gzip": "(1): layer 1/2 (blobs/sha256/",
-    "zstd-layer": "is zstd-compressed",
+    "zstd-layer": "truncated or corrupt",
+    "symlink-loop": "one of more than 40 symlinks in a row",
 }
 
 
@@ -321,7 +316,7 @@ def test_hostile_input_is_one_line_and_writes_nothing_outside(case, extract, tmp
 
 def test_the_hostile_cases_reach_the_merge(tmp_path, images, objs):
     """The member-level cases fail while merging, not earlier: the image itself is well formed."""
-    for case in ("dotdot", "symlink-absolute", "hardlink"):
+    for case in ("dotdot", "absolute", "hardlink", "symlink-loop"):
         (tmp_path / case).mkdir()
         spec = _hostile(case, tmp_path / case, images, objs)
         with pytest.raises(ImageError, match=r"bad\.tar \(bad:1\): layer 1/1 \("):
@@ -329,7 +324,7 @@ def test_the_hostile_cases_reach_the_merge(tmp_path, images, objs):
                 pass
 
 
-@pytest.mark.parametrize("case", ["dotdot", "symlink-absolute", "truncated", "random", "missing-layer"])
+@pytest.mark.parametrize("case", ["dotdot", "absolute", "truncated", "random", "missing-layer"])
 def test_cli_reports_a_bad_image_in_one_line_with_exit_2(case, cli, tmp_path, images, objs):
     (tmp_path / "outside").mkdir()
     spec = _hostile(case, tmp_path, images, objs)

@@ -11,7 +11,7 @@ import pytest
 
 from rcompat.errors import ImageError
 from rcompat.upgrade_scan.image.source import open_source
-from rcompat.upgrade_scan.image.tarheaders import Unsupported, read_headers
+from rcompat.upgrade_scan.image.tarheaders import Unsupported, read_headers, stream_members
 
 LONG_DIR = "usr/lib/python3/dist-packages/" + "very-long-package-name-" * 6  # ~170 characters
 
@@ -94,3 +94,50 @@ def test_a_damaged_header_is_reported_not_taken_for_the_end(tmp_path, load_helpe
     with pytest.raises(ImageError, match="damaged layer: data after the end-of-archive mark"):
         with open_source(str(tarball)):
             pass
+
+
+def _inside_something(data: bytes, cut: int) -> bool:
+    return bool(data[cut - cut % 512:cut - cut % 512 + 512].strip(b"\0")) or cut % 512 == 0
+
+
+def _streamed_facts(data: bytes) -> list[tuple]:
+    out = []
+    for member, head, fill in stream_members(io.BufferedReader(io.BytesIO(data)), 20):
+        out.append((member.name, member.type, member.size, member.mode, member.linkname,
+                    head() if member.isreg() else b""))
+    return out
+
+
+@pytest.mark.parametrize("fmt", [tarfile.GNU_FORMAT, tarfile.PAX_FORMAT], ids=["gnu", "pax"])
+def test_a_stream_reads_what_tarfile_reads(fmt, tmp_path):
+    path = _archive(tmp_path / "layer.tar", fmt)
+    with tarfile.open(path) as tar:
+        expected = [(m.name, m.type, m.size, m.mode, m.linkname,
+                     tar.extractfile(m).read(20) if m.isreg() else b"") for m in tar]
+    data = path.read_bytes()
+    assert _streamed_facts(data) == expected
+    # cut inside a header or a member's data (at a block boundary the tar merely lacks its end mark, which
+    # tarfile tolerates too; a compressed layer's own check catches that cut)
+    for cut in [c for c in range(100, len(data) - 1024, 512) if _inside_something(data, c)]:
+        with pytest.raises(ImageError, match=r"truncated layer: a (header|member|extended header) is cut short"):
+            _streamed_facts(data[:cut])
+
+
+@pytest.mark.parametrize("compress", ["gzip", "zstd"])
+def test_a_compressed_layer_the_stream_reader_leaves_to_tarfile_still_merges(compress, tmp_path, load_helper):
+    import gzip
+
+    import zstandard
+
+    path = _archive(tmp_path / "layer.tar", tarfile.PAX_FORMAT, pax_headers={"comment": "global"})
+    with pytest.raises(Unsupported):
+        _streamed_facts(path.read_bytes())
+    packed = tmp_path / f"layer.tar.{compress}"
+    data = path.read_bytes()
+    packed.write_bytes(gzip.compress(data) if compress == "gzip" else zstandard.ZstdCompressor().compress(data))
+    images = load_helper("upgrade_images", Path(__file__).with_name("_images.py"))
+    tarball = images.docker_save(tmp_path / "img.tar", [([packed], {}, ["g:1"])])
+    with open_source(str(tarball)) as src:
+        assert os.readlink(os.path.join(src.root, "usr/lib/link.so")) == f"../../{LONG_DIR}/lib.so"
+        assert src.layers[0]["members"] == 11 and src.layers[0]["taken"] == 1
+        assert src.layers[0]["media_type"] == f"tar+{compress}"

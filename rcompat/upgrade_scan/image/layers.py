@@ -3,31 +3,36 @@
 Layers are applied in order, as overlayfs would stack them: an entry replaces what a lower layer had
 at its path (a directory merges with a lower directory); `.wh.NAME` removes NAME from the lower layers;
 `.wh..wh..opq` empties its directory of what the lower layers put there. A whiteout never removes what
-its own layer wrote, whatever the member order.
+its own layer wrote, whatever the member order. A path through a lower layer's symlink is resolved
+inside the root, as containerd's applier and podman's do (rcompat.upgrade_scan.image.safety).
 
-Each member is read once. An uncompressed layer is walked header by header and a kept file is copied
-in the kernel (copy_file_range) straight from the tarball; a gzip layer is streamed, and its CRC checked
-by reading it to the end. Regular files are kept when they are ELF shared objects or executables (the
+Two phases. Reading (one thread per layer, as many at once as there are cores): each blob is read
+once, hashed as it is read and inflated on the way (rcompat.upgrade_scan.image.inflate); the files kept
+are written to a staging directory beside the root, everything else of the layer is only recorded
+(names, links, whiteouts). Merging (in layer order, one thread): the records are replayed and each kept
+file is renamed into place. Regular files are kept when they are ELF shared objects or executables (the
 magic and e_type sniffed from the first bytes) or match METADATA_PATTERNS; symlinks and directories are
 always kept (sonames resolve through them), directories made when something is written in them (an
-image has thousands, most holding nothing kept); devices and FIFOs never.
+image has thousands, most holding nothing kept); devices and FIFOs never. An uncompressed layer is
+walked header by header and a kept file copied in the kernel (copy_file_range) straight from the blob.
 """
 from __future__ import annotations
 
-import gzip
 import io
 import os
 import re
 import shutil
+import threading
 import tarfile
-import zlib
 from dataclasses import dataclass, field
 from fnmatch import translate
 
 from rcompat.errors import ImageError
-from rcompat.upgrade_scan.image.manifest import Blob, LayerRef, check_digest, new_hasher
+from rcompat.upgrade_scan.image.inflate import Window, check_zstd_frames, compression_of, inflate_errors, inflated
+from rcompat.upgrade_scan.image.manifest import Blob, LayerRef
 from rcompat.upgrade_scan.image.safety import RootWriter, member_parts, rel
-from rcompat.upgrade_scan.image.tarheaders import Unsupported, expect_zeros, read_headers
+from rcompat.upgrade_scan.image.tarheaders import (Unsupported, expect_zeros, read_headers, stream_members,
+                                                        zeros_to_end)
 
 # Besides ELF objects, the files the upgrade scan reads (paths inside the root; `*` also crosses '/').
 METADATA_PATTERNS = (
@@ -51,8 +56,8 @@ _ELF_MIN_SIZE = 52  # the smallest ELF header: anything shorter is no object
 _ELF_OBJECT_TYPES = (2, 3)  # ET_EXEC, ET_DYN: not .o files or core dumps
 _WHITEOUT, _OPAQUE = ".wh.", ".wh..wh..opq"
 _COPY_CHUNK = 1 << 30
+_STAGED_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 _MAX_RATIO = 100
-_MAGIC = ((b"\x1f\x8b", "gzip"), (b"\x28\xb5\x2f\xfd", "zstd"), (b"\xfd7zXZ\x00", "xz"), (b"BZh", "bzip2"))
 
 
 @dataclass
@@ -64,6 +69,7 @@ class Tally:
     written: int = 0  # bytes of kept files, against the run's disk budget
     special: list[str] = field(default_factory=list)
     unlinked: list[str] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)  # layers are read in parallel threads
 
     def notes(self, everything: bool) -> list[str]:
         notes = []
@@ -79,78 +85,126 @@ class Tally:
         return notes
 
 
-def apply_layer(writer: RootWriter, layer: LayerRef, *, everything: bool, tally: Tally) -> dict:
-    """Apply one layer onto writer's root; the layer's description for Source.layers. The blob is hashed
-    as it is read (the bytes the walk skips, once, at the end) and checked against its digest."""
+@dataclass
+class Staged:
+    """One layer read: what it holds, in member order, and its description for Source.layers."""
+
+    number: int
+    ops: list = field(default_factory=list)  # (kind, parts, argument)
+    description: dict = field(default_factory=dict)
+    attempt: int = 0  # 1: read again through tarfile (staged names must not clash with the first try's)
+    skipped: int = 0  # counted into the Tally once the layer is read, so a second try counts once
+    skipped_bytes: int = 0
+    special: list = field(default_factory=list)
+
+
+def read_layer(layer: LayerRef, number: int, stage_fd: int, *, everything: bool, tally: Tally,
+               stop: threading.Event) -> Staged:
+    """Read one layer blob once (hashed and inflated on the way), writing the files kept into the
+    staging directory `stage_fd` as NUMBER.SEQ; checked against its digest at the end."""
     blob = layer.blob
     if blob.size == 0:
         raise ImageError("is empty (0 bytes): truncated, or not a layer")
-    compression = next((c for magic, c in _MAGIC if os.pread(blob.fd, 6, blob.offset).startswith(magic)), "")
-    if compression not in ("", "gzip"):
-        raise ImageError(f"is {compression}-compressed ({layer.media_type or 'no media type'}); rcompat reads "
-                         "uncompressed and gzip layers: re-save the image with those")
-    raw = _Window(blob)
-    window = io.BufferedReader(raw, 1 << 16)
+    compression = compression_of(blob)
+    window = Window(blob)
+    stream = inflated(window, compression)
     # What one kept member may claim: a gzip layer of zeros inflates 1000-fold, no real library does 100-fold.
     ceiling = max(64 << 20, _MAX_RATIO * blob.size) if compression else blob.size
+    staged = Staged(number)
     try:
-        if compression == "gzip":
-            with gzip.GzipFile(fileobj=window, mode="rb") as stream:
-                members, taken = _apply(writer, _streamed(stream), everything, tally, ceiling)
-                _check_tail(stream)
+        if compression:
+            try:
+                _stage(staged, _streamed(stream), stage_fd, everything, tally, ceiling, stop)
+            except _Restart:
+                window = Window(blob)
+                stream = inflated(window, compression)
+                staged = Staged(number, attempt=1)
+                _stage(staged, _tarfile_streamed(stream), stage_fd, everything, tally, ceiling, stop)
+            zeros_to_end(stream)  # read to the end: gzip's CRC checked, only zeros after the tar
+            if compression == "zstd":
+                check_zstd_frames(blob)
         else:
-            members, taken = _apply(writer, _in_place(window, blob), everything, tally, ceiling)
-    except (tarfile.TarError, EOFError, zlib.error, gzip.BadGzipFile) as exc:
+            _stage(staged, _in_place(stream, blob), stage_fd, everything, tally, ceiling, stop)
+    except (tarfile.TarError, *inflate_errors()) as exc:
         raise ImageError(f"truncated or corrupt ({' '.join(str(exc).split()) or type(exc).__name__})") from None
-    raw.check_digest()
-    return {"layer": blob.name, "media_type": layer.media_type or f"tar{'+' + compression if compression else ''}",
-            "size": blob.size, "members": members, "taken": taken}
+    window.check_digest()
+    with tally.lock:
+        tally.skipped += staged.skipped
+        tally.skipped_bytes += staged.skipped_bytes
+        tally.special += staged.special
+    staged.description = {"layer": blob.name, "size": blob.size, "members": len(staged.ops), "taken": 0,
+                          "media_type": layer.media_type or f"tar{'+' + compression if compression else ''}"}
+    return staged
 
 
-def _apply(writer: RootWriter, entries, everything: bool, tally: Tally, ceiling: int) -> tuple[int, int]:
-    members = taken = 0
-    touched: set[str] = set()  # what this layer wrote, with every ancestor: whiteouts spare it
+def _stage(staged: Staged, entries, stage_fd: int, everything: bool, tally: Tally, ceiling: int,
+           stop: threading.Event) -> None:
+    ops = staged.ops
     for member, head, fill in entries:
-        members += 1
+        if stop.is_set():  # another layer failed, or Ctrl-C: stop reading this one
+            raise ImageError("stopped")
         try:
-            taken += _apply_member(writer, member, head, fill, everything, tally, touched, ceiling)
+            parts = member_parts(member.name)
+            if not parts:
+                ops.append(("none", parts, None))
+            elif parts[-1].startswith(_WHITEOUT):
+                ops.append(("wh", parts, None))
+            elif member.isdir():
+                ops.append(("dir", parts, None))
+            elif member.issym():
+                ops.append(("sym", parts, member.linkname))
+            elif member.islnk():
+                ops.append(("hard", parts, (member_parts(member.linkname, "hard link target"), member.linkname)))
+            elif member.isreg() and (everything or _is_metadata(rel(parts)) or _is_elf_object(member, head)):
+                _check_claim(member, ceiling, tally)
+                name = f"{staged.number}.{staged.attempt}.{len(ops)}"
+                fd = os.open(name, _STAGED_FLAGS, (member.mode & 0o755) | 0o600, dir_fd=stage_fd)
+                try:
+                    fill(fd)
+                finally:
+                    os.close(fd)
+                ops.append(("file", parts, name))
+            else:
+                ops.append(("hide", parts, None))  # hides what a lower layer had there
+                if member.isreg():
+                    staged.skipped += 1
+                    staged.skipped_bytes += member.size
+                else:
+                    staged.special.append(rel(parts))
         except OSError as exc:  # ENAMETOOLONG, ENOSPC, EFBIG: named by member, in one short line
             raise ImageError(f"member {short_name(member.name)}: {exc.strerror or type(exc).__name__}") from None
-    return members, taken
 
 
-def _apply_member(writer: RootWriter, member: tarfile.TarInfo, head, fill, everything: bool, tally: Tally,
-                  touched: set[str], ceiling: int) -> int:
-    """1 when `member` was kept (written, linked), else 0."""
+def merge_layer(writer: RootWriter, staged: Staged, stage_fd: int, tally: Tally, everything: bool) -> int:
+    """Replay one read layer onto writer's root, in member order; how many members were kept (files,
+    symlinks, hard links)."""
+    touched: set[str] = set()  # what this layer wrote, with every ancestor: whiteouts spare it
     taken = 0
-    parts = member_parts(member.name)
-    if not parts:
-        return 0
-    if parts[-1].startswith(_WHITEOUT):
-        _whiteout(writer, parts, touched)
-        return 0
-    _touch(touched, parts)
-    if member.isdir():
-        writer.mkdir(parts, make=everything)
-    elif member.issym():
-        writer.symlink(parts, member.linkname)
-        taken += 1
-    elif member.islnk():
-        if writer.hardlink(parts, member_parts(member.linkname, "hard link target")):
-            taken += 1
-        else:
-            tally.unlinked.append(f"{rel(parts)} -> {member.linkname}")
-    elif member.isreg() and (everything or _is_metadata(rel(parts)) or _is_elf_object(member, head)):
-        _check_claim(member, ceiling, tally)
-        writer.write_file(parts, member.mode, fill)
-        taken += 1
-    else:
-        writer.remove(parts)  # hides what a lower layer had there; refuses a path through a symlink
-        if member.isreg():
-            tally.skipped += 1
-            tally.skipped_bytes += member.size
-        else:
-            tally.special.append(rel(parts))
+    for kind, parts, argument in staged.ops:
+        try:
+            if kind == "none":
+                continue
+            if kind == "wh":
+                _whiteout(writer, parts, touched)
+                continue
+            _touch(touched, parts)
+            if kind == "dir":
+                writer.mkdir(parts, make=everything)
+            elif kind == "sym":
+                writer.symlink(parts, argument)
+                taken += 1
+            elif kind == "hard":
+                linked = writer.hardlink(parts, argument[0])
+                taken += linked
+                if not linked:
+                    tally.unlinked.append(f"{rel(parts)} -> {argument[1]}")
+            elif kind == "file":
+                writer.move_in(parts, stage_fd, argument)
+                taken += 1
+            else:
+                writer.remove(parts)
+        except OSError as exc:
+            raise ImageError(f"member {short_name(rel(parts))}: {exc.strerror or type(exc).__name__}") from None
     return taken
 
 
@@ -164,10 +218,12 @@ def _check_claim(member: tarfile.TarInfo, ceiling: int, tally: Tally) -> None:
     if member.size > ceiling:
         raise ImageError(f"member {short_name(member.name)} claims {human_size(member.size)}, more than "
                          f"{_MAX_RATIO} times its compressed layer: a decompression bomb")
-    tally.written += member.size
-    if tally.written > limit_bytes("disk"):
+    with tally.lock:
+        tally.written += member.size
+        written = tally.written
+    if written > limit_bytes("disk"):
         raise ImageError(f"member {short_name(member.name)}: the image's kept files come to "
-                         f"{size_problem(tally.written, 'disk')}")
+                         f"{size_problem(written, 'disk')}")
 
 
 def short_name(name: str, keep: int = 80) -> str:
@@ -244,11 +300,23 @@ def _at(blob: Blob, member: tarfile.TarInfo):
     return head, fill
 
 
-def _streamed(stream: gzip.GzipFile):
-    """Members of a compressed layer, read in one pass: the first bytes sniffed, then the rest copied."""
+def _streamed(stream: io.BufferedReader):
+    """Members of a compressed layer, read in one pass (tarheaders.stream_members; tarfile where it
+    cannot: then the layer is read again from its start, before anything of it was merged)."""
+    try:
+        yield from stream_members(stream, _ELF_HEAD)
+    except Unsupported:
+        raise _Restart() from None
+
+
+def _tarfile_streamed(stream: io.BufferedReader):
     tar = tarfile.open(fileobj=stream, mode="r|")
     for member in tar:
         yield from _one_streamed(tar, member)
+
+
+class _Restart(Exception):
+    """A compressed layer whose headers need tarfile: read it again, through tarfile."""
 
 
 def _one_streamed(tar: tarfile.TarFile, member: tarfile.TarInfo):
@@ -282,65 +350,6 @@ def _copy_range(src: int, dst: int, offset: int, size: int) -> None:
             if not chunk:
                 raise ImageError("a member's data ends early: truncated layer") from None
             done += os.write(dst, chunk)
-
-
-def _check_tail(stream: gzip.GzipFile) -> None:
-    """Read a gzip layer to its end, so its CRC is checked, and insist that only zeros follow the tar."""
-    while True:
-        chunk = stream.read(1 << 20)
-        if not chunk:
-            return
-        if chunk.strip(b"\0"):
-            raise ImageError("damaged tar header in the layer (data after the last readable member)")
-
-
-class _Window(io.RawIOBase):
-    """A read-only, seekable view of `blob.size` bytes at `blob.offset` of a descriptor."""
-
-    def __init__(self, blob: Blob) -> None:
-        self._blob, self._pos = blob, 0
-        self._hasher, self._hashed = new_hasher(blob.digest), 0
-
-    def check_digest(self) -> None:
-        """Hash what was not read in order (skipped, or read in place by pread), then compare."""
-        if self._hasher is None:
-            return
-        self._hash_upto(self._blob.size)
-        check_digest(self._hasher, b"", self._blob.digest, "")
-
-    def _hash_upto(self, end: int) -> None:
-        while self._hashed < end:
-            chunk = os.pread(self._blob.fd, min(end - self._hashed, 1 << 22), self._blob.offset + self._hashed)
-            if not chunk:
-                raise ImageError("ends early: truncated layer")
-            self._hasher.update(chunk)
-            self._hashed += len(chunk)
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True
-
-    def readinto(self, buffer) -> int:
-        want = min(len(buffer), self._blob.size - self._pos)
-        if want <= 0:
-            return 0
-        data = os.pread(self._blob.fd, want, self._blob.offset + self._pos)
-        buffer[:len(data)] = data
-        if self._hasher is not None and self._hashed == self._pos:  # read in order: hashed on the way
-            self._hasher.update(data)
-            self._hashed += len(data)
-        self._pos += len(data)
-        return len(data)
-
-    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
-        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: self._blob.size}[whence]
-        self._pos = max(0, base + offset)
-        return self._pos
-
-    def tell(self) -> int:
-        return self._pos
 
 
 def _count(n: int, one: str, many: str = "") -> str:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import platform
 import posixpath
 import re
 import stat
@@ -22,13 +21,13 @@ import tarfile
 from dataclasses import dataclass, field
 
 from rcompat.documents import type_name
-from rcompat.errors import ImageError
+from rcompat.errors import ImageError, UsageError
+from rcompat.upgrade_scan.image.refs import choose, pick_platform
 
 _END_OF_ARCHIVE = 1024  # two zero blocks end every tar archive
 _DIGEST = re.compile(r"^([a-z0-9]+(?:[+._-][a-z0-9]+)*):([a-zA-Z0-9=_-]+)$")
 _INDEX_TYPES = ("application/vnd.oci.image.index.v1+json",
                 "application/vnd.docker.distribution.manifest.list.v2+json")
-_ARCH = {"x86_64": "amd64", "aarch64": "arm64", "ppc64le": "ppc64le", "s390x": "s390x"}
 
 
 @dataclass(frozen=True)
@@ -55,6 +54,11 @@ class ImagePlan:
     env: dict[str, str]
     layers: list[LayerRef]
     notes: list[str] = field(default_factory=list)
+    tags: list[str] = field(default_factory=list)
+
+    def where(self, path: str) -> str:
+        """What messages name: the whole path given, and the image's tags."""
+        return f"{path} ({', '.join(self.tags)})" if self.tags else path
 
 
 class TarContainer:
@@ -122,27 +126,35 @@ class DirContainer:
         self._fds: list[int] = []
 
     def names(self) -> set[str]:
-        return {n for n in ("manifest.json", "index.json", "oci-layout")
+        return {n for n in ("manifest.json", "index.json", "oci-layout", "version")
                 if os.path.isfile(os.path.join(self.path, n))}
 
     def blob(self, name: str, digest: str = "") -> Blob:
-        full = os.path.realpath(os.path.join(self._real, name))
-        if not full.startswith(self._real + os.sep):
+        digest = digest or _path_digest(name)
+        parts = [p for p in name.split("/") if p not in ("", ".")]
+        if name.startswith("/") or ".." in parts or not parts:
             raise ImageError(f"{self.path}: the manifest names {name!r}, outside the image directory")
+        shown = os.path.join(self.path, *parts)
+        full = os.path.realpath(shown)
+        if not full.startswith(self._real + os.sep) and not digest:
+            # A symlinked blob (a layout sharing a blob store) is read wherever it points only when its
+            # digest is known and checked: then its bytes are the ones the manifest names.
+            raise ImageError(f"{shown} is a symlink to {full}, outside the image directory, and has no "
+                             "digest to check it against")
         try:  # O_NONBLOCK: a FIFO put there is refused below, never waited on
             fd = os.open(full, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOCTTY)
         except FileNotFoundError:
-            raise ImageError(f"{self.path}: the manifest names {name!r}, which the directory does not "
-                             "contain") from None
+            what = f"a symlink to {full}, which does not exist" if os.path.islink(shown) else "missing"
+            raise ImageError(f"{shown}: the manifest names this blob, but it is {what}") from None
         except OSError as exc:
-            raise ImageError(f"{self.path}: cannot read {name}: {exc.strerror or exc}") from None
+            raise ImageError(f"{shown}: cannot read it: {exc.strerror or exc}") from None
         self._fds.append(fd)
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             from rcompat.inputs import kind_of_mode
 
-            raise ImageError(f"{self.path}: {name} is {kind_of_mode(st.st_mode)}, not a regular file")
-        return Blob(fd, 0, st.st_size, name, digest or _path_digest(name))
+            raise ImageError(f"{shown} is {kind_of_mode(st.st_mode)}, not a regular file")
+        return Blob(fd, 0, st.st_size, name, digest)
 
     def close(self) -> None:
         for fd in self._fds:
@@ -151,24 +163,56 @@ class DirContainer:
 
 
 def is_image_dir(path: str) -> bool:
+    """Whether the directory `path` is an image layout rather than a root filesystem. A directory that
+    holds a layout's files but not a root's top directories counts as a layout even when those files are
+    damaged: reading it then fails (exit 2), where reading it as a root would find nothing and pass."""
     names = DirContainer(path).names()
-    if {"oci-layout", "index.json"} <= names:
+    if {"oci-layout", "index.json"} <= names or _is_dir_transport(path, names):
+        return True
+    if not names & {"manifest.json", "index.json", "oci-layout"}:
+        return False
+    if not _looks_like_root(path):
         return True
     if "manifest.json" not in names:
         return False
+    data = _manifest_or_none(path)
+    # a root filesystem may hold an unrelated /manifest.json: only docker's list of images counts
+    return isinstance(data, list) and bool(data) and all(isinstance(e, dict) and "Layers" in e for e in data)
+
+
+def _looks_like_root(path: str) -> bool:
+    return any(os.path.isdir(os.path.join(path, d)) for d in ("usr", "etc", "bin", "lib", "opt", "var"))
+
+
+def _manifest_or_none(path: str):
     from rcompat.documents import parse_json
     from rcompat.errors import RcompatError
     from rcompat.inputs import read_input
 
-    try:  # a root filesystem may hold an unrelated /manifest.json: only docker's list of images counts
-        data = parse_json(read_input(os.path.join(path, "manifest.json"), "json"), "manifest.json")
+    try:
+        return parse_json(read_input(os.path.join(path, "manifest.json"), "json"), "manifest.json")
     except RcompatError:
+        return None
+
+
+def _is_dir_transport(path: str, names: set) -> bool:
+    """containers/image's `dir:` layout (podman save --format docker-dir|oci-dir, skopeo copy dir:):
+    a `version` file saying so, beside manifest.json. Told by the version file alone, so a damaged
+    manifest is refused (exit 2), never read as an empty root filesystem."""
+    if "version" not in names:
         return False
-    return isinstance(data, list) and bool(data) and all(isinstance(e, dict) and "Layers" in e for e in data)
+    try:
+        with open(os.path.join(path, "version"), "rb") as fh:
+            return fh.read(64).startswith(b"Directory Transport Version")
+    except OSError:
+        return False
 
 
 def read_image(container: "TarContainer | DirContainer", name: str, selector: "str | None") -> ImagePlan:
+    """`name`: the path the user gave, named by every message (the label uses its last component)."""
     names = container.names()
+    if isinstance(container, DirContainer) and _is_dir_transport(container.path, names):
+        return _dir_transport(container, name, selector)
     if "manifest.json" in names:
         return _docker_archive(container, name, selector)
     if "index.json" in names:
@@ -177,19 +221,40 @@ def read_image(container: "TarContainer | DirContainer", name: str, selector: "s
                      "layout) in it")
 
 
+def _dir_transport(container: "DirContainer", name: str, selector: "str | None") -> ImagePlan:
+    """The `dir:` layout: manifest.json is the image manifest itself (or an index whose instances are
+    `<hex>.manifest.json`), every blob a file named by its hex digest."""
+    if selector:
+        raise UsageError(f"{name}@{selector}: a dir: layout holds one image and no tags; give {name}")
+    notes: list[str] = []
+    manifest = _platform_manifest(container, _json(container, "manifest.json"), name, notes,
+                                  lambda d: f"{_hex(d, name)}.manifest.json")
+    if manifest.get("schemaVersion") != 2:
+        raise ImageError(f"{name}/manifest.json: schema version {manifest.get('schemaVersion')!r}; rcompat reads "
+                         "schema 2 (docker v2s2 or OCI) manifests: copy the image again with skopeo or podman")
+    return _from_manifest(container, name, manifest, [], notes, "dir", lambda d: _hex(d, name))
+
+
+def _hex(descriptor: dict, name: str) -> str:
+    match = _DIGEST.match(str(descriptor.get("digest", "")))
+    if not match:
+        raise ImageError(f"{name}: malformed digest {descriptor.get('digest')!r} in a descriptor")
+    return match.group(2)
+
+
 def _docker_archive(container, name: str, selector: "str | None") -> ImagePlan:
     manifest = _json(container, "manifest.json")
     if not isinstance(manifest, list) or not manifest or not all(isinstance(e, dict) for e in manifest):
         raise ImageError(f"{name}: manifest.json is not a list of images")
     tagged = [(entry, _strings(entry.get("RepoTags") or [], name, "manifest.json's RepoTags")) for entry in manifest]
-    entry, tags, notes = _choose(name, tagged, selector)
+    entry, tags, notes = choose(name, tagged, selector)
     config_name, layer_names = entry.get("Config"), entry.get("Layers")
     if not isinstance(config_name, str) or not isinstance(layer_names, list) \
             or not all(isinstance(n, str) for n in layer_names):
         raise ImageError(f"{name}: manifest.json entry without a Config name and a list of Layers")
     layers = [LayerRef(container.blob(layer)) for layer in layer_names]
     env = _env(_json(container, config_name), name)
-    return ImagePlan("docker-archive", _label(name, tags), env, layers, notes)
+    return ImagePlan("docker-archive", _label(name, tags), env, layers, notes, tags)
 
 
 def _oci_layout(container, name: str, selector: "str | None") -> ImagePlan:
@@ -199,16 +264,28 @@ def _oci_layout(container, name: str, selector: "str | None") -> ImagePlan:
         raise ImageError(f"{name}: index.json lists no manifests")
     tagged = [(d, [t for t in (_annotation(d, "org.opencontainers.image.ref.name"),
                                _annotation(d, "io.containerd.image.name")) if t]) for d in descriptors]
-    descriptor, tags, notes = _choose(name, tagged, selector)
-    manifest = _json(container, _blob_path(descriptor, name), _digest(descriptor))
-    for _level in range(4):  # a multi-platform image: an index of manifests, one per platform
+    descriptor, tags, notes = choose(name, tagged, selector)
+    manifest = _platform_manifest(container, _json(container, _blob_path(descriptor, name), _digest(descriptor)),
+                                  name, notes, lambda d: _blob_path(d, name))
+    return _from_manifest(container, name, manifest, tags, notes, "oci-layout", lambda d: _blob_path(d, name))
+
+
+def _platform_manifest(container, manifest, name: str, notes: list, where) -> dict:
+    """The image manifest itself: through a multi-platform index (an index of manifests, one per
+    platform), this machine's; `where(descriptor)` names a manifest's blob."""
+    for _level in range(4):
         if not isinstance(manifest, dict):
-            raise ImageError(f"{name}: the image manifest {descriptor.get('digest')} is not an object")
+            raise ImageError(f"{name}: an image manifest is {type_name(manifest)}, not an object")
         if manifest.get("mediaType") not in _INDEX_TYPES and "manifests" not in manifest:
-            break
-        descriptor, note = _platform(manifest, name)
+            return manifest
+        descriptor, note = pick_platform(manifest, name)
         notes.append(note)
-        manifest = _json(container, _blob_path(descriptor, name), _digest(descriptor))
+        manifest = _json(container, where(descriptor), _digest(descriptor))
+    raise ImageError(f"{name}: image indexes nested more than 4 deep")
+
+
+def _from_manifest(container, name: str, manifest: dict, tags: list, notes: list, kind: str, where) -> ImagePlan:
+    """The plan an image manifest (OCI or docker v2s2) describes; `where(descriptor)`: its blob's name."""
     config, layer_descriptors = manifest.get("config"), manifest.get("layers")
     if not isinstance(config, dict) or not isinstance(layer_descriptors, list):
         raise ImageError(f"{name}: image manifest without a config and a list of layers")
@@ -216,59 +293,20 @@ def _oci_layout(container, name: str, selector: "str | None") -> ImagePlan:
     for layer in layer_descriptors:
         if not isinstance(layer, dict):
             raise ImageError(f"{name}: a layer descriptor is not an object")
-        blob = container.blob(_blob_path(layer, name), _digest(layer))
+        blob = container.blob(where(layer), _digest(layer))
         expected = layer.get("size")
         if isinstance(expected, int) and expected != blob.size:
             raise ImageError(f"{name}: layer {layer.get('digest')} is {blob.size} bytes where the manifest "
                              f"says {expected}: truncated or corrupt")
         layers.append(LayerRef(blob, str(layer.get("mediaType") or "")))
-    env = _env(_json(container, _blob_path(config, name), _digest(config)), name)
-    return ImagePlan("oci-layout", _label(name, tags), env, layers, notes)
-
-
-def _choose(name: str, tagged: list, selector: "str | None"):
-    """The image `selector` (a tag) names, or the first one, with a note when others were passed over."""
-    if selector:
-        for item, tags in tagged:
-            if selector in tags or any(t.endswith("/" + selector) for t in tags):
-                return item, tags, []
-        known = sorted({t for _item, tags in tagged for t in tags}) or ["(none)"]
-        raise ImageError(f"{name}: no image tagged {selector!r}; its tags: {', '.join(known)}")
-    item, tags = tagged[0]
-    notes = []
-    if len(tagged) > 1:
-        others = ", ".join(", ".join(t) or "untagged" for _i, t in tagged[1:])
-        notes.append(f"{name} holds {len(tagged)} images: read the first ({', '.join(tags) or 'untagged'}), "
-                     f"not {others}; choose one with {name}@TAG")
-    return item, tags, notes
-
-
-def _platform(index: dict, name: str):
-    listed = index.get("manifests") or []
-    if not isinstance(listed, list):
-        raise ImageError(f"{name}: an image index whose 'manifests' is {type_name(listed)}, not a list")
-    descriptors = [d for d in listed if isinstance(d, dict)]
-    if not descriptors:
-        raise ImageError(f"{name}: an image index without manifests")
-    arch = _ARCH.get(platform.machine(), platform.machine())
-    for d in descriptors:
-        p = d.get("platform") or {}
-        if not isinstance(p, dict):
-            raise ImageError(f"{name}: a manifest descriptor's 'platform' is {type_name(p)}, not an object")
-        if p.get("os") == "linux" and p.get("architecture") == arch:
-            return d, f"multi-platform image: read the linux/{arch} manifest"
-    p = descriptors[0].get("platform") or {}
-    return descriptors[0], (f"multi-platform image without linux/{arch}: read the first manifest "
-                            f"({p.get('os', '?')}/{p.get('architecture', '?')})")
+    env = _env(_json(container, where(config), _digest(config)), name)
+    return ImagePlan(kind, _label(name, tags), env, layers, notes, tags)
 
 
 def _blob_path(descriptor: dict, name: str) -> str:
     match = _DIGEST.match(str(descriptor.get("digest", "")))
     if not match:
         raise ImageError(f"{name}: malformed digest {descriptor.get('digest')!r} in a descriptor")
-    if str(descriptor.get("mediaType", "")).endswith("+zstd"):
-        raise ImageError(f"{name}: layer {descriptor['digest']} is {descriptor['mediaType']}: zstd needs a "
-                         "package rcompat does not depend on; re-save the image with gzip or uncompressed layers")
     return f"blobs/{match.group(1)}/{match.group(2)}"
 
 
@@ -338,6 +376,7 @@ def _annotation(descriptor: dict, key: str) -> str:
 
 
 def _label(name: str, tags: list[str]) -> str:
+    name = os.path.basename(os.path.normpath(name))
     return f"{name} ({', '.join(tags)})" if tags else name
 
 

@@ -4,13 +4,18 @@ Member names come from untrusted tarballs. Two rules keep every write inside the
 - a name is split into components up front; an absolute name or a `..` component is refused
   (`member_parts`), so no name can climb out lexically;
 - every directory on the way is opened relative to its parent with O_NOFOLLOW, and files, links and
-  symlinks are created relative to that directory's descriptor. A symlink met on the way is refused, so a
-  member `lib/evil.so` after a symlink `lib -> /tmp/outside` cannot land in /tmp/outside. Symlinks
-  themselves are created as given, whatever they point at: the ELF resolver reads them chroot-style.
+  symlinks are created relative to that directory's descriptor. A symlink met on the way (a lower
+  layer's `lib -> usr/lib` on a merged-/usr Debian) is resolved inside the root, chroot-style, as
+  containerd's applier does (archive.applyNaive resolves each member's parent with fs.RootPath), and
+  the walk goes on from the root: a member `lib/evil.so` after `lib -> /tmp/outside` lands in
+  ROOT/tmp/outside, never outside. Symlinks themselves are created as given, whatever they point at: the
+  ELF resolver reads them chroot-style too.
 """
 from __future__ import annotations
 
+import errno
 import os
+import shutil
 import stat
 from collections import OrderedDict
 from typing import Callable, Collection
@@ -22,6 +27,7 @@ _NEW_FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CL
 _OPEN_DIRS_KEPT = 64  # descriptors of recently used directories: most members share a parent
 
 MAX_PATH_DEPTH = 256  # far deeper than any real image; PATH_MAX allows ~2,000
+MAX_SYMLINK_HOPS = 40  # Linux's limit on the symlinks one path resolution follows (ELOOP)
 
 
 def member_parts(name: str, what: str = "member") -> tuple[str, ...]:
@@ -50,6 +56,7 @@ class RootWriter:
         self._root_fd = os.open(root, _DIR_FLAGS)
         self._dirs: "OrderedDict[tuple[str, ...], int]" = OrderedDict()
         self._absent: set[tuple[str, ...]] = set()  # no directory there: most skipped members' parents
+        self._links: set[tuple[str, ...]] = set()  # symlinks followed: what is cached below them goes stale
 
     def close(self) -> None:
         self._forget_dirs()
@@ -62,11 +69,11 @@ class RootWriter:
         self.close()
 
     # -- directories ------------------------------------------------------------------------------
-    def dir_fd(self, parts: "tuple[str, ...]", create: bool) -> "int | None":
+    def dir_fd(self, parts: "tuple[str, ...]", create: bool, hops: int = 0) -> "int | None":
         """A descriptor of the directory root/parts (owned by this writer's cache: use it at once, do
         not close it). With `create`, missing directories are made and a file in the way is replaced;
-        without it, None when the directory is missing or is a file. A symlink in the way is an
-        ImageError either way: no image writer puts a member under a symlinked directory."""
+        without it, None when the directory is missing or is a file. A symlink in the way is followed
+        inside the root (see the module doc); `hops` counts the symlinks followed so far."""
         if not parts:
             return self._root_fd
         cached = self._dirs.get(parts)
@@ -76,9 +83,10 @@ class RootWriter:
         if not create and parts in self._absent:
             return None
         self._absent.discard(parts)
-        parent = self.dir_fd(parts[:-1], create)
+        parent = self.dir_fd(parts[:-1], create, hops)
         if parent is None:
-            self._absent.add(parts)
+            if not self._below_link(parts):  # the symlink's target may appear later
+                self._absent.add(parts)
             return None
         name = parts[-1]
         try:
@@ -88,11 +96,10 @@ class RootWriter:
             if kind == "dir":
                 raise  # a real directory that cannot be opened (permissions): not ours to hide
             if kind == "symlink":
-                raise ImageError(f"a member's path goes through the symlink {rel(parts)!r} "
-                                 f"(-> {os.readlink(name, dir_fd=parent)}); links are never followed "
-                                 "while writing") from None
+                return self._through_link(parts, os.readlink(name, dir_fd=parent), create, hops)
             if not create:
-                self._absent.add(parts)
+                if not self._below_link(parts):
+                    self._absent.add(parts)
                 return None
             if kind == "file":
                 os.unlink(name, dir_fd=parent)  # an upper layer's directory hides a lower file
@@ -103,13 +110,35 @@ class RootWriter:
             os.close(self._dirs.popitem(last=False)[1])
         return fd
 
+    def _below_link(self, parts: "tuple[str, ...]") -> bool:
+        return bool(self._links) and any(parts[:n] in self._links for n in range(1, len(parts)))
+
+    def _through_link(self, parts: "tuple[str, ...]", target: str, create: bool, hops: int) -> "int | None":
+        """The directory the symlink at root/parts leads to, resolved inside the root."""
+        if hops >= MAX_SYMLINK_HOPS:
+            raise ImageError(f"a member's path goes through {rel(parts)!r}, one of more than {MAX_SYMLINK_HOPS} "
+                             "symlinks in a row (a loop?)")
+        resolved = [] if target.startswith("/") else list(parts[:-1])
+        for part in target.split("/"):
+            if part == "..":
+                if resolved:  # '..' of the root is the root, as in a chroot
+                    resolved.pop()
+            elif part not in ("", "."):
+                resolved.append(part)
+        if len(resolved) > MAX_PATH_DEPTH:
+            raise ImageError(f"the symlink {rel(parts)!r} points {len(resolved)} directories deep; rcompat "
+                             f"reads at most {MAX_PATH_DEPTH}")
+        self._links.add(parts)
+        return self.dir_fd(tuple(resolved), create, hops + 1)  # cached under the resolved path only
+
     def mkdir(self, parts: "tuple[str, ...]", make: bool = True) -> None:
         """An upper layer's directory at root/parts: a file or symlink there goes. `make=False` leaves
         the directory itself to be made when something is written in it (most never are)."""
         parent = self.dir_fd(parts[:-1], create=make)
         kind = None if parent is None else _kind(parent, parts[-1])
-        if kind not in (None, "dir"):
+        if kind not in (None, "dir"):  # a lower layer's file or symlink: the directory replaces it
             os.unlink(parts[-1], dir_fd=parent)
+            self._forget_dirs(under=parts)
         if make and kind != "dir":
             os.mkdir(parts[-1], 0o755, dir_fd=parent)
             self._absent.discard(parts)
@@ -129,9 +158,10 @@ class RootWriter:
             return False
         if kind == "dir":
             _remove_tree(parent, name)
-            self._forget_dirs(under=parts)
         else:
             os.unlink(name, dir_fd=parent)
+        if kind != "file":
+            self._forget_dirs(under=parts)
         return True
 
     def clear_dir(self, parts: "tuple[str, ...]", keep: Collection[str]) -> int:
@@ -162,6 +192,28 @@ class RootWriter:
         finally:
             os.close(fd)
 
+    def move_in(self, parts: "tuple[str, ...]", stage_fd: int, name: str) -> None:
+        """Put the file `name` of the staging directory `stage_fd` at root/parts (replacing what is
+        there): a rename, or a copy where the staging directory is on another file system."""
+        parent = self._fresh(parts)
+        try:
+            os.rename(name, parts[-1], src_dir_fd=stage_fd, dst_dir_fd=parent)
+        except OSError as exc:
+            if exc.errno != errno.EXDEV:
+                raise
+            src = os.open(name, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW, dir_fd=stage_fd)
+            try:
+                mode = os.fstat(src).st_mode & 0o777
+                dst = os.open(parts[-1], _NEW_FILE_FLAGS, mode, dir_fd=parent)
+                try:
+                    with open(src, "rb", closefd=False) as fin, open(dst, "wb", closefd=False) as fout:
+                        shutil.copyfileobj(fin, fout, 1 << 20)
+                finally:
+                    os.close(dst)
+            finally:
+                os.close(src)
+            os.unlink(name, dir_fd=stage_fd)
+
     def symlink(self, parts: "tuple[str, ...]", target: str) -> None:
         os.symlink(target, parts[-1], dir_fd=self._fresh(parts))
 
@@ -190,6 +242,13 @@ class RootWriter:
     def _forget_dirs(self, under: "tuple[str, ...]" = ()) -> None:
         for key in [k for k in self._dirs if k[:len(under)] == under]:
             os.close(self._dirs.pop(key))
+        if under:  # what was missing below a removed symlink or directory may be there now
+            self._absent = {k for k in self._absent if k[:len(under)] != under}
+            if self._links:  # a directory reached through a symlink may be what went: look again
+                for key in [k for k in self._dirs if self._below_link(k)]:
+                    os.close(self._dirs.pop(key))
+                self._absent.clear()
+                self._links.clear()
 
 
 def _remove_tree(parent: int, name: str) -> None:

@@ -11,8 +11,10 @@
   oci-archive), an OCI image layout directory, or an unpacked `docker save`. Its layers are merged into
   a temporary directory holding only what the scan reads (rcompat.upgrade_scan.image.layers), deleted when the
   `with` block ends, also on an error or Ctrl-C. `extract=DIR` materialises everything into DIR instead
-  (DIR must be empty or absent) and keeps it. A tarball holding several images: `FILE@TAG` picks one;
-  without it the first is read and `notes` says so.
+  (DIR must be empty or absent) and keeps it. A tarball or layout holding several images: `FILE@TAG`
+  picks one (matched as Docker matches references); without it, a UsageError lists the tags.
+- a `dir:` layout (podman save --format docker-dir|oci-dir, skopeo copy dir:): manifest.json, version,
+  blobs named by their hex digest.
 Anything unusable (missing path, truncated tarball, not an image, a member escaping the root) raises
 rcompat.errors.ImageError with one line naming the input, and leaves nothing behind.
 """
@@ -21,12 +23,13 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Iterator
 
 from rcompat.errors import ImageError, UsageError
-from rcompat.upgrade_scan.image.layers import Tally, apply_layer, human_size
+from rcompat.upgrade_scan.image.layers import Tally, human_size, merge_layer, read_layer
 from rcompat.upgrade_scan.image.manifest import DirContainer, TarContainer, is_image_dir, read_image
 from rcompat.upgrade_scan.image.safety import RootWriter, is_empty_dir
 
@@ -69,11 +72,10 @@ def open_source(spec: str, *, extract: "str | None" = None, progress=None,
         return
     container = DirContainer(path) if os.path.isdir(path) else _open_tarball(path)
     try:
-        name = os.path.basename(os.path.normpath(path))
-        plan = read_image(container, name, selector)
+        plan = read_image(container, path, selector)
         target, made = _target(extract, tmpdir)
         try:
-            layers, notes = _materialise(plan, target, extract is not None, progress)
+            layers, notes = _materialise(plan, path, target, extract is not None, progress)
         except BaseException:
             _discard(target, made)
             raise
@@ -157,19 +159,52 @@ def discard_extracted(target: str, existed: bool) -> None:
         shutil.rmtree(target, ignore_errors=True)
 
 
-def _materialise(plan, target: str, everything: bool, progress) -> tuple[list[dict], list[str]]:
-    tally = Tally()
-    layers = []
-    with RootWriter(target) as writer:
-        for number, layer in enumerate(plan.layers, 1):
-            where = f"{plan.label}: layer {number}/{len(plan.layers)} ({layer.blob.name})"
-            if progress is not None:
-                progress.note(f"{where}, {human_size(layer.blob.size)}")
+def _materialise(plan, path: str, target: str, everything: bool, progress) -> tuple[list[dict], list[str]]:
+    """Read the layers in parallel threads (each blob once) and merge them in order as they finish."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    tally, stop, layers = Tally(), threading.Event(), []
+    stage = _staging_dir(target)
+    stage_fd = os.open(stage, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    count = len(plan.layers)
+    try:
+        with RootWriter(target) as writer, ThreadPoolExecutor(reading_threads(count)) as pool:
+            futures = [pool.submit(read_layer, layer, number, stage_fd, everything=everything, tally=tally,
+                                   stop=stop) for number, layer in enumerate(plan.layers, 1)]
             try:
-                layers.append(apply_layer(writer, layer, everything=everything, tally=tally))
-            except ImageError as exc:
-                raise ImageError(f"{where}: {exc}") from None
+                for number, (layer, future) in enumerate(zip(plan.layers, futures), 1):
+                    where = f"{plan.where(path)}: layer {number}/{count} ({layer.blob.name})"
+                    try:
+                        staged = future.result()
+                        if progress is not None:
+                            progress.note(f"{plan.label}: layer {number}/{count}, {human_size(layer.blob.size)}")
+                        staged.description["taken"] = merge_layer(writer, staged, stage_fd, tally, everything)
+                    except ImageError as exc:
+                        raise ImageError(f"{where}: {exc}") from None
+                    layers.append(staged.description)
+            except BaseException:
+                stop.set()  # the other layers' threads stop at their next member
+                raise
+    finally:
+        os.close(stage_fd)
+        shutil.rmtree(stage, ignore_errors=True)
     return layers, tally.notes(everything)
+
+
+def reading_threads(layers: int) -> int:
+    """How many layers are read at once: one per core this process may use (RCOMPAT_IMAGE_THREADS
+    overrides), never more than the layers."""
+    wanted = os.environ.get("RCOMPAT_IMAGE_THREADS", "")
+    cores = int(wanted) if wanted.isdigit() and int(wanted) > 0 else len(os.sched_getaffinity(0))
+    return max(1, min(layers, cores, 32))
+
+
+def _staging_dir(target: str) -> str:
+    """Beside the root, so kept files are renamed into it, not copied; else $TMPDIR."""
+    try:
+        return tempfile.mkdtemp(prefix=".rcompat-layers-", dir=os.path.dirname(os.path.abspath(target)))
+    except OSError:
+        return tempfile.mkdtemp(prefix="rcompat-layers-")
 
 
 def _discard(target: str, made: "str | None") -> None:

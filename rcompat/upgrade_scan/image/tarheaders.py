@@ -47,13 +47,7 @@ def read_headers(fd: int, offset: int, size: int) -> list[tarfile.TarInfo]:
             if length > _MAX_EXTENSION:
                 raise Unsupported("huge extended header")
             pos = _after(data, length, size)
-            extension = os.pread(fd, length, offset + data)
-            if kind == tarfile.XHDTYPE:
-                pax = _pax_records(extension)
-            elif kind == tarfile.GNUTYPE_LONGNAME:
-                long_name = _text(extension.split(b"\0", 1)[0])
-            else:
-                long_link = _text(extension.split(b"\0", 1)[0])
+            pax, long_name, long_link = _extended(kind, os.pread(fd, length, offset + data), pax, long_name, long_link)
             continue
         if kind not in _KNOWN or any(key.startswith("GNU.sparse") for key in pax):
             raise Unsupported(f"type {kind!r}")
@@ -62,6 +56,14 @@ def read_headers(fd: int, offset: int, size: int) -> list[tarfile.TarInfo]:
         pos = _after(data, member.size, size) if member.isreg() else data  # as tarfile skips data
         pax, long_name, long_link = {}, None, None
     return members  # no end-of-archive blocks: tolerated, as tarfile does
+
+
+def _extended(kind: bytes, extension: bytes, pax: dict, long_name, long_link) -> tuple:
+    """(pax, long_name, long_link) after an extended header of type `kind` holding `extension`."""
+    if kind == tarfile.XHDTYPE:
+        return _pax_records(extension), long_name, long_link
+    text = _text(extension.split(b"\0", 1)[0])
+    return (pax, text, long_link) if kind == tarfile.GNUTYPE_LONGNAME else (pax, long_name, text)
 
 
 def _after(data: int, length: int, size: int) -> int:
@@ -132,3 +134,88 @@ def expect_zeros(fd: int, offset: int, start: int, size: int) -> None:
             raise ImageError(f"damaged layer: data after the end-of-archive mark at byte {start} (a header "
                              "that could not be read?)")
         position += len(chunk)
+
+
+def stream_members(stream, elf_head: int):
+    """(member, head, fill) for each member of a tar read once from `stream` (an inflating reader), as
+    read_headers reads them: tarfile's streaming mode costs twice the inflating itself (10 KB reads
+    joined and sliced per header). `head()` returns the first `elf_head` bytes of a regular member's
+    data, `fill(fd)` writes all of it to `fd`; what the caller does not read is skipped. Raises
+    Unsupported on a header this reader leaves to tarfile, before yielding that member."""
+    pax: dict[str, str] = {}
+    long_name = long_link = None
+    while True:
+        block = _read_exact(stream, _BLOCK, "header", allow_eof=True)
+        if not block:
+            return  # no end-of-archive blocks: tolerated, as tarfile does
+        if not block.strip(b"\0"):
+            zeros_to_end(stream)
+            return
+        if _number(block[148:156]) != 256 + sum(block[:148]) + sum(block[156:]):
+            raise Unsupported("checksum")
+        kind, length = block[156:157], _number(block[124:136])
+        if kind in (tarfile.XHDTYPE, tarfile.GNUTYPE_LONGNAME, tarfile.GNUTYPE_LONGLINK):
+            if length > _MAX_EXTENSION:
+                raise Unsupported("huge extended header")
+            extension = _read_exact(stream, -(-length // _BLOCK) * _BLOCK, "extended header")[:length]
+            pax, long_name, long_link = _extended(kind, extension, pax, long_name, long_link)
+            continue
+        if kind not in _KNOWN or any(key.startswith("GNU.sparse") for key in pax):
+            raise Unsupported(f"type {kind!r}")
+        member = _member(block, kind, length, 0, pax, long_name, long_link)
+        pax, long_name, long_link = {}, None, None
+        data = _MemberData(stream, member.size if member.isreg() else 0, elf_head)
+        yield member, data.head, data.fill
+        data.skip_rest()
+
+
+class _MemberData:
+    """One member's data in the stream: sniffed, copied out, or skipped, each byte read once."""
+
+    def __init__(self, stream, size: int, elf_head: int) -> None:
+        self.stream, self.left, self.elf_head = stream, size, elf_head
+        self.padding = -size % _BLOCK
+        self.first = b""
+
+    def head(self) -> bytes:
+        if not self.first and self.left:
+            self.first = _read_exact(self.stream, min(self.elf_head, self.left), "member")
+            self.left -= len(self.first)
+        return self.first
+
+    def fill(self, fd: int) -> None:
+        view = self.head()
+        while view:
+            view = view[os.write(fd, view):]
+        while self.left:
+            chunk = memoryview(_read_exact(self.stream, min(self.left, 1 << 20), "member"))
+            self.left -= len(chunk)
+            while chunk:
+                chunk = chunk[os.write(fd, chunk):]
+
+    def skip_rest(self) -> None:
+        rest, self.left = self.left + self.padding, 0
+        while rest:
+            rest -= len(_read_exact(self.stream, min(rest, 1 << 20), "member"))
+
+
+def _read_exact(stream, size: int, what: str, allow_eof: bool = False) -> bytes:
+    data = stream.read(size)
+    while len(data) < size:
+        more = stream.read(size - len(data))
+        if not more:
+            if allow_eof and not data:
+                return b""
+            raise ImageError(f"truncated layer: a {what} is cut short")
+        data += more
+    return data
+
+
+def zeros_to_end(stream) -> None:
+    """Read `stream` to its end (so a compressed layer's own check runs), insisting on zeros only."""
+    while True:
+        chunk = stream.read(1 << 20)
+        if not chunk:
+            return
+        if chunk.strip(b"\0"):
+            raise ImageError("damaged tar header in the layer (data after the last readable member)")
