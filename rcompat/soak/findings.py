@@ -182,6 +182,7 @@ def _lazy_finding(result: SoakResult, verdicts: dict[str, SeriesVerdict]) -> Fin
     r_side = result.options.side == "r"
     name = "R's lazy GC" if r_side else "memory freed only by a collection"
     source = ("R documentation ?gc, ?Memory; R torch vignette memory-management (torch.threshold_call_gc); "
+              "mlverse/torch tests/testthat/test-allocator.R (the allocator calls gc()); "
               if r_side else "Python gc module (reference cycles are freed only by the cyclic collector); ")
     evidence = {m: {"returned_per_iteration": v.returned} for m, v in verdicts.items() if v.returned is not None}
     if not lazy:
@@ -190,8 +191,8 @@ def _lazy_finding(result: SoakResult, verdicts: dict[str, SeriesVerdict]) -> Fin
                        evidence=evidence, source=source + TABLE_SOURCE)
     parts = "; ".join(f"{m} {_mib(v.returned)}" for m, v in lazy.items())
     remedy = ("Call gc() in the training loop (every few iterations), or let R torch collect sooner: "
-              "options(torch.threshold_call_gc = ...) in MB; for CUDA also torch.cuda_gc_threshold "
-              "settings (R torch vignette memory-management)." if r_side else
+              "options(torch.threshold_call_gc = MB) makes it call gc() once torch holds that much; on CUDA "
+              "its allocator also calls gc() when an allocation fails (R torch vignette 'Memory management')." if r_side else
               "Break the reference cycles that hold tensors (closures, exceptions kept with their "
               "traceback, self-references), or call gc.collect() every few iterations.")
     return Finding("SOAK-LAZY-GC", AREA, Status.WARN, f"{name}: a forced collection returns memory each iteration",
