@@ -24,6 +24,7 @@ COMMAND_MODULES = (
     "rcompat.upgrade_scan.cli",
     "rcompat.parity.cli",
     "rcompat.soak.cli",
+    "rcompat.compile.cli",
 )
 
 
