@@ -12,7 +12,6 @@ import json
 import os
 import shutil
 import tempfile
-import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,7 +24,6 @@ R_SCRIPT = "soak.R"
 SIDES, DEVICES = ("python", "r"), ("cpu", "cuda")
 LIMITS = {"iterations": (12, 100_000), "warmups": (0, 10_000)}
 MMAP_THRESHOLD = "131072"  # glibc's default, fixed (its dynamic adjustment off)
-POLL_S = 0.2
 
 
 @dataclass
@@ -94,6 +92,7 @@ def validate(options: SoakOptions) -> None:
 
 def run(options: SoakOptions, progress=None) -> SoakResult:
     """Run the soak as `options` say; raises UsageError/RcompatError when it cannot start."""
+    from rcompat.progress import showing_file
     from rcompat.soak.classify import thresholds
 
     validate(options)
@@ -101,7 +100,8 @@ def run(options: SoakOptions, progress=None) -> SoakResult:
     result = SoakResult(options=options, warmups=warmups)
     work = Path(tempfile.mkdtemp(prefix="rcompat-soak-"))
     try:
-        child = _with_progress(lambda: _run_child(options, warmups, work), work, progress)
+        child = showing_file(lambda: _run_child(options, warmups, work), work / "progress", progress,
+                             first="starting the child")
     finally:
         shutil.rmtree(work, ignore_errors=True)
     result.child = child
@@ -154,27 +154,3 @@ def _run_child(options: SoakOptions, warmups: int, work: Path) -> ChildResult:
               "cases": str(Path(options.cases).resolve()) if options.cases else None}
     return run_python_child(CHILD_MODULE, [json.dumps(config)], timeout=options.timeout,
                             env=child_environment(), python=options.python)
-
-
-def _with_progress(run, work: Path, progress) -> ChildResult:
-    """Run the child here (an interrupt still kills and reaps it) while a thread shows the iteration
-    the child names in WORKDIR/progress."""
-    if progress is None or not progress.enabled:
-        return run()
-    progress.note("starting the child")
-    stop = threading.Event()
-
-    def show() -> None:
-        while not stop.wait(POLL_S):
-            try:
-                progress.note((work / "progress").read_text())
-            except OSError:
-                pass
-
-    thread = threading.Thread(target=show, name="rcompat-soak-progress", daemon=True)
-    thread.start()
-    try:
-        return run()
-    finally:
-        stop.set()
-        thread.join()
