@@ -1,9 +1,11 @@
 """`rcompat soak`: what sampling adds to the workload's own time, and the whole default run.
 
 1. The cost of sampling: the soak child runs the default suite with sampling (two samples and a forced
-   collection per iteration) and, in a second child, the same loop without it; the ratio is the
-   sampled loop's time (workload + sampling) over the bare loop's workload time (goal <= 1.05x). The
-   sampled run also reports its own split (sample_s / work_s), printed beside it.
+   collection per iteration), timing the workload and the sampling of each iteration apart; the ratio is
+   (workload + sampling) / workload, both from the same iterations of the same run (goal <= 1.05x). A
+   second child runs the loop without sampling, and its workload time is printed beside it: on a machine
+   shared with other work the two children's workload times differ by more than the sampling costs
+   (measured: 40 s vs 55 s for the same 100 iterations), so only the same-run ratio is the measure.
 2. `rcompat soak` with 200 iterations of the default suite, the whole command, against the one-minute
    budget of issue 27 (goal <= 1x).
 
@@ -31,12 +33,11 @@ def main() -> int:
     args = ap.parse_args()
     sampled = child_timing(args.iterations, True)
     bare = child_timing(args.iterations, False)
-    own = sampled["sample_s"] / sampled["work_s"]
-    ok = record("soak", f"{args.iterations} iterations of the parity suite, sampled (2 samples + gc per "
-                        "iteration) vs the bare loop", sampled["work_s"] + sampled["sample_s"], "the bare loop",
-                bare["work_s"], goal=1.05, note=f"within the sampled run: sampling {own:.1%} of the workload")
-    print(f"within the sampled run: sampling {sampled['sample_s']:.3f} s on {sampled['work_s']:.3f} s of workload "
-          f"({own:.1%})")
+    ok = record("soak", f"{args.iterations} iterations of the parity suite: workload + sampling (2 samples and "
+                        "a forced collection each) vs the workload alone, same run", sampled["work_s"] +
+                sampled["sample_s"], "the workload alone", sampled["work_s"], goal=1.05,
+                note=f"an unsampled child's workload took {bare['work_s']:.2f} s")
+    print(f"an unsampled child's workload: {bare['work_s']:.3f} s (another process: machine noise included)")
     whole, _ = timed([sys.executable, "-m", "rcompat", "soak", "--iterations", "200", "-q"])
     ok &= record("soak", "rcompat soak, 200 iterations of the default suite (whole command)", whole,
                  "the 60 s budget", 60.0, goal=1.0)

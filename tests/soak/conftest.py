@@ -14,39 +14,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 
-LEAK_PY = '''
-import torch
-KEPT = []
-def keep(x):
-    KEPT.append(torch.ones(1 << 18))  # 1 MiB of float32 kept for ever: the classic training-loop leak
-CASES = {"keep": keep}
-'''
-
-CACHE_PY = '''
-import torch
-CACHE = {}
-STATE = {"i": 0}
-def cached(x):
-    # a cache of 8 entries of 1 MiB: it fills over the first 8 iterations, then entries are replaced
-    STATE["i"] += 1
-    CACHE[STATE["i"] % 8] = torch.ones(1 << 18)
-CASES = {"cached": cached}
-'''
-
-LAZY_R = '''
-# Each iteration drops 8 MB held in an environment with a finalizer: R frees it only at its next gc().
-soak_iteration <- function(i) {
-  e <- new.env()
-  e$x <- numeric(1e6) + i
-  reg.finalizer(e, function(env) NULL)
-  invisible(NULL)
-}
-'''
-
-LEAK_R = '''
-kept <- new.env()
-soak_iteration <- function(i) assign(paste0("x", i), numeric(131072) + i, envir = kept)  # 1 MiB kept
-'''
+FIXTURES = REPO / "fixtures" / "soak"  # leak.py, cache.py (Python); lazy.R, leak.R (R): see each file
 
 
 def run_cli(*args: str, timeout: float = 600, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -65,12 +33,8 @@ def needs_rscript() -> None:
 
 
 @pytest.fixture(scope="session")
-def workloads(tmp_path_factory) -> dict[str, Path]:
-    root = tmp_path_factory.mktemp("soak-workloads")
-    files = {"leak.py": LEAK_PY, "cache.py": CACHE_PY, "lazy.R": LAZY_R, "leak.R": LEAK_R}
-    for name, text in files.items():
-        (root / name).write_text(text)
-    return {name: root / name for name in files}
+def workloads() -> dict[str, Path]:
+    return {name: FIXTURES / name for name in ("leak.py", "cache.py", "lazy.R", "leak.R")}
 
 
 @pytest.fixture(scope="session")
