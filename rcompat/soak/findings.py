@@ -51,16 +51,16 @@ def _run_finding(result: SoakResult) -> Finding:
     cost = _cost(timing)
     evidence = {"iterations": len(result.samples), "warmups": result.warmups, "timing": timing,
                 "sampling_cost": cost}
+    if result.failure:
+        return Finding("SOAK-RUN", AREA, Status.ERROR, "the workload raised an error",
+                       message=f"{result.failure} (after {what})", evidence=evidence,
+                       remedy="Fix the workload (--cases) so that every iteration runs.")
     if child is not None and not child.ok:
         from rcompat.isolate import child_failure
 
         return child_failure(child, id="SOAK-RUN", area=AREA, what="the soak child",
                              remedy="The workload crashed or hung: run it alone to see why; the samples "
                                     "taken before are judged below.")
-    if result.failure:
-        return Finding("SOAK-RUN", AREA, Status.ERROR, "the workload raised an error",
-                       message=f"{result.failure} (after {what})", evidence=evidence,
-                       remedy="Fix the workload (--cases) so that every iteration runs.")
     return Finding("SOAK-RUN", AREA, Status.OK, f"ran {what}",
                    message=f"sampling took {cost:.1%} of the workload's own time" if cost is not None else "",
                    evidence=evidence)
