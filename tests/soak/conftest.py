@@ -65,3 +65,12 @@ def r_leak(workloads):
     needs_rscript()
     return run_cli("soak", "--side", "r", "--cases", str(workloads["leak.R"]), "--iterations", "16",
                    "--warmups", "2", "--format", "json")
+
+
+@pytest.fixture(scope="session")
+def stand_in_torch(tmp_path_factory, r_install) -> Path:
+    """A library holding rcompat's plain-R stand-in for R torch (fixtures/rpkgs/torch-parity) as `torch`."""
+    root = tmp_path_factory.mktemp("soak-rlib")
+    stage = root / "stage" / "torch"
+    shutil.copytree(REPO / "fixtures" / "rpkgs" / "torch-parity", stage)
+    return r_install(root / "lib", stage)

@@ -80,3 +80,15 @@ def test_json_facts_keep_the_documented_shape(python_cache):
     assert all(len(col) == 30 for col in soak["series"].values())
     assert soak["verdicts"]["rss"]["verdict"] == "plateau"
     json.dumps(soak)  # plain JSON all through
+
+
+def test_the_default_r_workload_runs_through_the_r_torch_api(stand_in_torch, cli):
+    """soak_workload.R against rcompat's stand-in for R torch (fixtures/rpkgs/torch-parity: plain R,
+    not torch): every call it makes exists, and nothing it computes is kept."""
+    proc = cli("soak", "--side", "r", "--iterations", "12", "--warmups", "1", "--format", "json",
+               env={"R_LIBS": str(stand_in_torch)})
+    doc = report(proc)
+    found = by_id(doc)
+    assert found["SOAK-RUN"]["status"] == "ok", found["SOAK-RUN"]
+    assert doc["facts"]["soak"]["child"]["workload"].endswith("soak_workload.R")
+    assert found["SOAK-R-HEAP"]["evidence"]["r_heap"]["verdict"] != "leak"
