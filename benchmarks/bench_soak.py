@@ -21,7 +21,7 @@ from _common import record, timed  # benchmarks/ is sys.path[0] when a benchmark
 
 
 def child_timing(iterations: int, sample: bool) -> dict:
-    config = {"iterations": iterations, "warmups": 5, "sample": sample}
+    config = {"iterations": iterations, "warmups": 5, "sample": sample, "threads": 1}  # as rcompat soak runs it
     _, out = timed([sys.executable, "-m", "rcompat.soak.child", json.dumps(config)])
     end = next(json.loads(line)["end"] for line in out.splitlines() if line.startswith('{"end"'))
     return end["timing"]

@@ -62,8 +62,9 @@ class SeriesVerdict:
         return {k: (_round(v) if isinstance(v, float) else v) for k, v in asdict(self).items()}
 
 
-def judge(metric: str, after: Sequence[float], before: Sequence[float] | None = None) -> SeriesVerdict:
-    """The verdict on one metric's series (after the collection; `before` it, for lazy GC)."""
+def judge(metric: str, after: Sequence[float], returned: Sequence[float] | None = None) -> SeriesVerdict:
+    """The verdict on one metric's series after the collection; `returned`: what the collection freed
+    (before - after) on the iterations sampled both ways, for lazy GC."""
     row = metric_rows()[metric]
     limits = thresholds()
     bar = float(row["granularity"]) * float(row["min_units"])
@@ -97,8 +98,7 @@ def judge(metric: str, after: Sequence[float], before: Sequence[float] | None = 
         verdict = FLAT
     result = SeriesVerdict(metric, verdict, row["unit"], n, slope, tail_slope, tail_t, tail_growth, head_growth,
                            noise, values[0], values[-1])
-    if before is not None and len(before) == n:
-        returned = [float(b) - float(a) for b, a in zip(before, values)]
+    if returned:
         typical = median(returned)
         spread = 1.4826 * median(abs(r - typical) for r in returned)
         result.returned = typical

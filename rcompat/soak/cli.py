@@ -44,8 +44,9 @@ def register(sub) -> None:
                         "defining soak_iteration <- function(i)")
     p.add_argument("--python", metavar="PATH", help="interpreter of the Python side (another venv's bin/python)")
     p.add_argument("--rscript", metavar="PATH", help="Rscript of the R side (default: R_HOME's, else PATH's)")
-    p.add_argument("--threads", type=whole_number(1, 4096, "threads"), default=0, metavar="N",
-                   help="torch.set_num_threads(N) in the Python child")
+    p.add_argument("--threads", type=whole_number(0, 4096, "threads"), default=1, metavar="N",
+                   help="torch.set_num_threads(N) in the Python child (default 1: memory does not depend on it, "
+                        "and on a busy machine OpenMP's waits made the suite 100x slower with 2; 0: torch's own)")
     p.add_argument("--seed", type=whole_number(0, 2**32 - 1), default=0, metavar="N",
                    help="seed of the suite's inputs (default 0)")
     p.add_argument("--timeout", type=timeout_seconds, default=600.0, metavar="S",

@@ -25,7 +25,7 @@ WITH_BEFORE = ("rss", "cuda_allocated")
 
 def judge_all(result: SoakResult) -> dict[str, SeriesVerdict]:
     known = metric_rows()
-    return {m: judge(m, result.column(m), result.column(m, "before") if m in WITH_BEFORE else None)
+    return {m: judge(m, result.column(m), result.returned(m) if m in WITH_BEFORE else None)
             for m in result.metrics() if m in known}
 
 

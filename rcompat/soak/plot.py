@@ -42,9 +42,10 @@ def draw(result: "SoakResult", verdicts: dict[str, "SeriesVerdict"], path: str, 
         v = verdicts[metric]
         scale, unit = (1 / 1048576, "MiB") if v.unit == "bytes" else (1.0, v.unit)
         ax.plot(x, [y * scale for y in result.column(metric)], label="after collection", lw=1.2)
-        before = result.column(metric, "before")
-        if v.returned is not None and len(before) == len(x):
-            ax.plot(x, [y * scale for y in before], label="before collection", lw=0.8, alpha=0.6)
+        pairs = [(s["sample"], s["before"][metric]) for s in result.samples if metric in s.get("before", {})]
+        if v.returned is not None and pairs:
+            ax.plot([p[0] for p in pairs], [p[1] * scale for p in pairs], label="before collection", lw=0.8,
+                    alpha=0.6, marker="." if len(pairs) < len(x) else None)
         ax.set_ylabel(f"{metric} ({unit})")
         ax.set_title(f"{metric}: {v.verdict} ({v.tail_slope * scale:+.3g} {unit}/iteration in the second half)",
                      fontsize=9)

@@ -35,7 +35,7 @@ class SoakOptions:
     cases: str | None = None         # python: CASES file; r: a file defining soak_iteration(i)
     python: str | None = None
     rscript: str | None = None
-    threads: int = 0
+    threads: int = 1                 # 0: torch's default (see the CLI's --threads)
     seed: int = 0
     timeout: float = 600.0
 
@@ -63,6 +63,11 @@ class SoakResult:
 
     def column(self, metric: str, when: str = "after") -> list[float]:
         return [s[when][metric] for s in self.samples if metric in s.get(when, {})]
+
+    def returned(self, metric: str) -> list[float]:
+        """before - after of the iterations sampled both ways (all of a short run, every k-th of a long one)."""
+        return [s["before"][metric] - s["after"][metric] for s in self.samples
+                if metric in s.get("before", {}) and metric in s.get("after", {})]
 
 
 def validate(options: SoakOptions) -> None:
@@ -102,6 +107,11 @@ def run(options: SoakOptions, progress=None) -> SoakResult:
     try:
         child = showing_file(lambda: _run_child(options, warmups, work), work / "progress", progress,
                              first="starting the child")
+        samples = work / "samples.jsonl"
+        if samples.is_file():  # the Python child's samples (the R child's come on stdout)
+            from rcompat.isolate import parse_json_lines
+
+            child.records.extend(parse_json_lines(samples.read_text(errors="replace")))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     result.child = child
@@ -151,6 +161,7 @@ def _run_child(options: SoakOptions, warmups: int, work: Path) -> ChildResult:
 
     config = {"iterations": options.iterations, "warmups": warmups, "device": options.device,
               "threads": options.threads, "seed": options.seed, "progress": progress_file,
+              "samples": str(work / "samples.jsonl"),
               "cases": str(Path(options.cases).resolve()) if options.cases else None}
     return run_python_child(CHILD_MODULE, [json.dumps(config)], timeout=options.timeout,
                             env=child_environment(), python=options.python)

@@ -16,13 +16,14 @@ FORMATS = (".json", ".csv")
 
 def columns(result: "SoakResult") -> dict[str, list[Any]]:
     """{"iteration": [...], "<metric>_after": [...], "<metric>_before": [...], "collected": [...]}: one
-    entry per measured iteration, a metric's column only when every sample has it."""
+    entry per measured iteration; null where an iteration was not sampled that way (a long run samples
+    `before` and py_blocks on every k-th iteration only)."""
     samples = result.samples
     out: dict[str, list[Any]] = {"iteration": [s["sample"] for s in samples]}
     for when in ("after", "before"):
         for metric in result.metrics():
             values = [s.get(when, {}).get(metric) for s in samples]
-            if values and all(v is not None for v in values):
+            if any(v is not None for v in values):
                 out[f"{metric}_{when}"] = values
     if samples and all("collected" in s for s in samples):
         out["collected"] = [s["collected"] for s in samples]

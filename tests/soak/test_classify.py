@@ -38,5 +38,5 @@ def test_growth_that_stops_is_a_plateau():
 def test_memory_returned_by_each_collection_is_lazy():
     after = [50 * MIB] * 40
     before = [a + 8 * MIB for a in after]
-    verdict = judge("rss", after, before)
+    verdict = judge("rss", after, [b - a for b, a in zip(before, after)])
     assert verdict.lazy and verdict.returned == 8 * MIB and verdict.verdict == FLAT
