@@ -138,7 +138,7 @@ def showing_file(run: "Callable[[], T]", path: "str | os.PathLike[str]", progres
         while not stop.wait(poll_s):
             try:
                 with open(path, encoding="utf-8") as fh:
-                    progress.note(fh.read())
+                    progress.note(" ".join(fh.read().split()))  # one line, whatever the child wrote
             except OSError:
                 pass
 

@@ -65,7 +65,7 @@ emit(list(facts = list(
 total <- warmups + iterations
 work_s <- 0
 sample_s <- 0
-clock <- function() proc.time()[["elapsed"]]
+clock <- function() { t <- proc.time(); t[["user.self"]] + t[["sys.self"]] }  # CPU time, as the Python child
 gc()
 for (i in seq_len(total)) {
   t0 <- clock()
@@ -95,4 +95,5 @@ limit <- tryCatch({
   as.numeric(sub("^MemAvailable: *([0-9]+) kB$", "\\1", grep("^MemAvailable:", m, value = TRUE))) * 1024
 }, error = function(e) NULL)
 emit(list(end = list(limits = list(host_available = limit),
-                     timing = list(work_s = work_s, sample_s = sample_s, iterations = iterations)), done = TRUE))
+                     timing = list(work_s = work_s, sample_s = sample_s, iterations = iterations,
+                                   clock = "process CPU time")), done = TRUE))

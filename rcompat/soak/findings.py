@@ -62,7 +62,7 @@ def _run_finding(result: SoakResult) -> Finding:
                              remedy="The workload crashed or hung: run it alone to see why; the samples "
                                     "taken before are judged below.")
     return Finding("SOAK-RUN", AREA, Status.OK, f"ran {what}",
-                   message=f"sampling took {cost:.1%} of the workload's own time" if cost is not None else "",
+                   message=f"sampling took {cost:.1%} of the workload's own CPU time" if cost is not None else "",
                    evidence=evidence)
 
 
