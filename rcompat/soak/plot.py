@@ -37,15 +37,15 @@ def draw(result: "SoakResult", verdicts: dict[str, "SeriesVerdict"], path: str, 
 
     metrics = [m for m in verdicts if result.column(m)]
     fig, axes = plt.subplots(len(metrics), 1, figsize=(8, 2.4 * max(len(metrics), 1)), squeeze=False, sharex=True)
-    x = [s["sample"] for s in result.samples]
     for ax, metric in zip(axes[:, 0], metrics):
         v = verdicts[metric]
         scale, unit = (1 / 1048576, "MiB") if v.unit == "bytes" else (1.0, v.unit)
-        ax.plot(x, [y * scale for y in result.column(metric)], label="after collection", lw=1.2)
+        points = [(s["sample"], s["after"][metric]) for s in result.samples if metric in s.get("after", {})]
+        ax.plot([p[0] for p in points], [p[1] * scale for p in points], label="after collection", lw=1.2)
         pairs = [(s["sample"], s["before"][metric]) for s in result.samples if metric in s.get("before", {})]
         if v.returned is not None and pairs:
             ax.plot([p[0] for p in pairs], [p[1] * scale for p in pairs], label="before collection", lw=0.8,
-                    alpha=0.6, marker="." if len(pairs) < len(x) else None)
+                    alpha=0.6, marker="." if len(pairs) < len(points) else None)
         ax.set_ylabel(f"{metric} ({unit})")
         ax.set_title(f"{metric}: {v.verdict} ({v.tail_slope * scale:+.3g} {unit}/iteration in the second half)",
                      fontsize=9)
