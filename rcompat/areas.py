@@ -36,10 +36,16 @@ AREA_MODULES: dict[str, str] = {
     "race": "rcompat.race.checks",
 }
 
+# Areas that take seconds to minutes (a real torch.compile): run only with `rcompat doctor --deep`, or
+# when named in --only.
+DEEP_AREAS: dict[str, str] = {
+    "compile": "rcompat.compile.checks",
+}
+
 DEFAULT_TIMEOUT_S = 60.0
 # Areas start in this order (the report keeps AREA_MODULES' order): the race trial and R's children
 # take longest, so with fewer workers than areas they must not wait behind the quick ones.
-START_ORDER = ("race", "r", "cuda", "elf", "python", "system")
+START_ORDER = ("compile", "race", "r", "cuda", "elf", "python", "system")
 
 
 class Context:
@@ -93,17 +99,17 @@ class _Memo:
         self.value: Any = None
 
 
-def resolve_areas(areas: Iterable[str] | None) -> list[str]:
+def resolve_areas(areas: Iterable[str] | None, deep: bool = False) -> list[str]:
     if not areas:
-        return list(AREA_MODULES)
+        return list(AREA_MODULES) + (list(DEEP_AREAS) if deep else [])
     chosen = []
     for a in areas:
         for name in str(a).split(","):
             name = name.strip().lower()
             if not name:
                 continue
-            if name not in AREA_MODULES:
-                raise UsageError(f"unknown area '{name}'; choose from: {', '.join(AREA_MODULES)}")
+            if name not in AREA_MODULES and name not in DEEP_AREAS:
+                raise UsageError(f"unknown area '{name}'; choose from: {', '.join([*AREA_MODULES, *DEEP_AREAS])}")
             if name not in chosen:
                 chosen.append(name)
     if not chosen:
@@ -120,12 +126,12 @@ def default_jobs(areas: int) -> int:
 
 def run_doctor(areas: Iterable[str] | None = None, timeout: float | None = None,
                options: dict[str, Any] | None = None, progress: Progress | None = None,
-               jobs: int | None = None, use_cache: bool = True) -> Report:
+               jobs: int | None = None, use_cache: bool = True, deep: bool = False) -> Report:
     """Run the chosen areas, up to `jobs` at once (1: one after the other), each area's checks in
     order; the findings come out in AREA_MODULES order whatever finishes first. `use_cache=False`
-    bypasses every cache (rcompat.cache) for the run. Stopped (Ctrl-C, SIGTERM), it raises
-    DoctorInterrupted holding the report of the areas that had finished."""
-    chosen = resolve_areas(areas)
+    bypasses every cache (rcompat.cache) for the run. `deep` adds the slow areas (DEEP_AREAS). Stopped
+    (Ctrl-C, SIGTERM), it raises DoctorInterrupted holding the report of the areas that had finished."""
+    chosen = resolve_areas(areas, deep)
     ctx = Context(timeout=timeout, options=options)
     progress = progress or disabled()
     jobs = default_jobs(len(chosen)) if jobs is None else max(1, int(jobs))
@@ -194,7 +200,7 @@ def _report(chosen: list[str], ctx: Context, results: dict[str, list[Finding]], 
                                title=f"{area} not finished: {interrupt or 'interrupted'}",
                                message="rcompat was stopped before this area finished; its children were killed.",
                                remedy="Rerun the doctor (with --only to run just this area)."))
-    known = [k for k in AREA_MODULES if k in ctx.facts]
+    known = [k for k in [*AREA_MODULES, *DEEP_AREAS] if k in ctx.facts]
     report.facts = {k: ctx.facts[k] for k in known + sorted(set(ctx.facts) - set(known))}
     report.facts["timings_s"] = {area: timings[area] for area in chosen if area in timings}
     return report
@@ -203,7 +209,7 @@ def _report(chosen: list[str], ctx: Context, results: dict[str, list[Finding]], 
 def run_area(area: str, ctx: Context, progress: Progress | None = None) -> list[Finding]:
     progress = progress or disabled()
     try:
-        module = importlib.import_module(AREA_MODULES[area])
+        module = importlib.import_module(AREA_MODULES.get(area) or DEEP_AREAS[area])
     except Exception as exc:  # noqa: BLE001 - a broken engine must not take the others down
         return [_boundary_error(area, f"{area.upper()}-LOAD", f"cannot load the {area} checks", exc)]
     findings: list[Finding] = []

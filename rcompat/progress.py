@@ -12,7 +12,12 @@ import sys
 import threading
 import time
 from contextlib import contextmanager
-from typing import IO, Iterator
+from typing import IO, TYPE_CHECKING, Callable, Iterator, TypeVar
+
+if TYPE_CHECKING:
+    import os
+
+T = TypeVar("T")
 
 _TICK_S = 0.5
 
@@ -117,6 +122,33 @@ class Progress:
 def progress_for(args: object, label: str = "rcompat") -> Progress:
     """The Progress of a command: on stderr's terminal, unless the command was given --quiet."""
     return Progress(label=label, enabled=None if not getattr(args, "quiet", False) else False)
+
+
+def showing_file(run: "Callable[[], T]", path: "str | os.PathLike[str]", progress: "Progress | None",
+                 first: str = "starting the child (import torch)", poll_s: float = 0.2) -> "T":
+    """`run()` here (so an interrupt still kills and reaps the child it runs), while a thread shows the
+    text a child keeps rewriting in `path` (its stdout is read only at the end): the case or iteration
+    it is on. Without an enabled progress, just `run()`."""
+    if progress is None or not progress.enabled:
+        return run()
+    progress.note(first)
+    stop = threading.Event()
+
+    def show() -> None:
+        while not stop.wait(poll_s):
+            try:
+                with open(path, encoding="utf-8") as fh:
+                    progress.note(" ".join(fh.read().split()))  # one line, whatever the child wrote
+            except OSError:
+                pass
+
+    thread = threading.Thread(target=show, name="rcompat-child-progress", daemon=True)
+    thread.start()
+    try:
+        return run()
+    finally:
+        stop.set()
+        thread.join()
 
 
 def disabled() -> Progress:

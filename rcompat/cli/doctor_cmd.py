@@ -23,6 +23,9 @@ def register(sub) -> None:
                         "the torch child's and R's facts); RCOMPAT_NO_CACHE=1 does the same")
     p.add_argument("--jobs", "-j", type=whole_number(1, 64), default=None, metavar="N",
                    help="areas run at once (default: all of them, at most the CPU count + 4; 1 runs them one by one)")
+    p.add_argument("--deep", action="store_true",
+                   help="also run the checks that take minutes: torch.compile of one model, for real (the "
+                        "compile area; `rcompat compile` tests every model)")
     add_quiet_option(p)
     p.set_defaults(func=run)
 
@@ -37,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         with progress_for(args, label="rcompat doctor") as progress:
             report = run_doctor(args.only, timeout=args.timeout, progress=progress, jobs=args.jobs,
-                                use_cache=not args.no_cache)
+                                use_cache=not args.no_cache, deep=args.deep)
     except DoctorInterrupted as stopped:  # what finished is written, then the exit code says why it ended
         emit_report(stopped.report, args)
         raise stopped.cause from None

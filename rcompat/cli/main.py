@@ -25,6 +25,8 @@ COMMAND_MODULES = (
     "rcompat.upgrade_scan.cli",
     "rcompat.parity.cli",
     "rcompat.fleet.cli",
+    "rcompat.soak.cli",
+    "rcompat.compile.cli",
 )
 
 

@@ -103,6 +103,9 @@ def _ci(sub) -> None:
     m.add_argument("--parity-baseline", metavar="FILE",
                    help="a committed `rcompat parity record`: each cell gets parity_record and parity_compare "
                         "commands that record R torch on its inputs and compare with it (docs/ci.md)")
+    m.add_argument("--soak-cases", metavar="FILE.R",
+                   help="an R file defining soak_iteration(i): each cell gets a soak command that runs it "
+                        "repeatedly and fails on a memory leak (docs/soak.md)")
     m.add_argument("--format", "-f", choices=("github", "json"), default="github",
                    help="github: compact {\"include\": [...]} for fromJSON(); json: with exclusions and reasons")
     m.add_argument("--output", "-o", metavar="FILE", help="write to FILE (atomically) instead of stdout")

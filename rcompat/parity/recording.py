@@ -12,7 +12,6 @@ from __future__ import annotations
 import datetime as dt
 import shutil
 import tempfile
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,6 @@ from rcompat.isolate import ChildResult
 from rcompat.parity.npzfile import FORMAT, FORMAT_VERSION, STORAGE_DTYPE, ParityRecord, read_record, write_record
 
 CHILD_MODULE = "rcompat.parity.child"
-POLL_S = 0.2
 
 
 @dataclass
@@ -111,27 +109,10 @@ def _run_side(options: RecordOptions, inputs: dict, work: Path, progress) -> Chi
 
 
 def _with_progress(run, work: Path, progress) -> ChildResult:
-    """Run the child here (so an interrupt still kills and reaps it); meanwhile a thread shows the case
-    it is on, which the child names in WORKDIR/progress (its stdout is read only at the end)."""
-    if progress is None or not progress.enabled:
-        return run()
-    progress.note("starting the child (import torch)")
-    stop = threading.Event()
+    """Run the child here while the progress line shows the case it names in WORKDIR/progress."""
+    from rcompat.progress import showing_file
 
-    def show_case() -> None:
-        while not stop.wait(POLL_S):
-            try:
-                progress.note((work / "progress").read_text())
-            except OSError:
-                pass
-
-    thread = threading.Thread(target=show_case, name="rcompat-parity-progress", daemon=True)
-    thread.start()
-    try:
-        return run()
-    finally:
-        stop.set()
-        thread.join()
+    return showing_file(run, work / "progress", progress)
 
 
 def _case_table(result: ChildResult, options: RecordOptions) -> dict[str, dict[str, Any]]:

@@ -173,6 +173,23 @@ def add_parity_steps(plan: Plan, baseline: str) -> None:
         cell["parity_compare"] = f"rcompat parity compare {quoted} {name}"
 
 
+def add_soak_steps(plan: Plan, cases: str, iterations: int = 200) -> None:
+    """Give each cell a soak command: the maintainer's R workload run `iterations` times on the cell's
+    device, a JUnit report that fails the job on a leak (docs/soak.md). In the cell, as the parity
+    steps are, so it does not become a matrix dimension."""
+    import shlex
+
+    if not cases.strip():
+        raise UsageError("--soak-cases needs the path of an R file defining soak_iteration(i)")
+    quoted = shlex.quote(cases)
+    for cell in plan.include:
+        device = "cpu" if cell.get("cuda", CPU) == CPU else "cuda"
+        name = "soak-" + "-".join(f"{k}{v}" if k != "cuda" or v != CPU else v for k, v in cell.items()
+                                  if k in DIMENSION_ORDER) + ".xml"
+        cell["soak"] = (f"rcompat soak --side r --device {device} --cases {quoted} --iterations {iterations} "
+                        f"--format junit --output {name}")
+
+
 def render(plan: Plan, fmt: str) -> str:
     if fmt == "github":
         return json.dumps(plan.github(), separators=(",", ":")) + "\n"

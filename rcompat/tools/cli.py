@@ -70,7 +70,8 @@ def scan(args: argparse.Namespace) -> int:
 
 
 def ci_matrix(args: argparse.Namespace) -> int:
-    from rcompat.tools.cimatrix import add_parity_steps, describe_exclusions, parse_list, plan_matrix, render
+    from rcompat.tools.cimatrix import (add_parity_steps, add_soak_steps, describe_exclusions, parse_list,
+                                       plan_matrix, render)
 
     dims = {"r": parse_list(args.r, "r"), "torch": parse_list(args.torch, "torch"),
             "cuda": parse_list(args.cuda, "cuda", allow_cpu=True), "keras": parse_list(args.keras, "keras"),
@@ -84,6 +85,8 @@ def ci_matrix(args: argparse.Namespace) -> int:
                        min_confidence=args.min_confidence)
     if args.parity_baseline is not None:
         add_parity_steps(plan, args.parity_baseline)
+    if args.soak_cases is not None:
+        add_soak_steps(plan, args.soak_cases)
     write_output(render(plan, args.format), args.output)
     if args.format == "github" and not args.quiet:
         from rcompat.renderers.text import output_width, wrap
