@@ -96,7 +96,8 @@ def add_report_options(parser: argparse.ArgumentParser, formats=None, strict: bo
     """--format (default: every renderer's format), --output, --strict, --verbose."""
     if formats is None:
         from rcompat.renderers import FORMATS as formats
-    parser.add_argument("--format", "-f", choices=formats, default="text", help="output format (default: text)")
+    parser.add_argument("--format", "-f", choices=formats, default="text", metavar="FORMAT",
+                        help=f"output format: {', '.join(formats)} (default: text)")
     parser.add_argument("--output", "-o", metavar="FILE",
                         help="write the report to FILE (atomically: a temp file, then rename) instead of stdout")
     if strict:
