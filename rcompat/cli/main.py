@@ -23,6 +23,7 @@ COMMAND_MODULES = (
     "rcompat.cli.tools_cmd",
     "rcompat.upgrade_scan.cli",
     "rcompat.parity.cli",
+    "rcompat.models.cli",
 )
 
 
