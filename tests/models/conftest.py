@@ -80,8 +80,10 @@ def model_dir(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def keras_dir(tmp_path_factory) -> Path:
-    pytest.importorskip("keras")
-    pytest.importorskip("h5py")
+    import importlib.util
+
+    if importlib.util.find_spec("keras") is None or importlib.util.find_spec("h5py") is None:
+        pytest.skip("keras and h5py are not installed (pip install keras h5py)")
     d = tmp_path_factory.mktemp("keras")
     _write_keras_files(d)
     return d
