@@ -23,6 +23,9 @@ def register(sub) -> None:
                         "the torch child's and R's facts); RCOMPAT_NO_CACHE=1 does the same")
     p.add_argument("--jobs", "-j", type=whole_number(1, 64), default=None, metavar="N",
                    help="areas run at once (default: all of them, at most the CPU count + 4; 1 runs them one by one)")
+    p.add_argument("--models", metavar="FILE|DIR", action="append", default=[],
+                   help="also check these saved models against this machine's torch and GPUs (the findings of "
+                        "`rcompat model check`, area models); repeatable")
     add_quiet_option(p)
     p.set_defaults(func=run)
 
@@ -31,8 +34,17 @@ def run(args: argparse.Namespace) -> int:
     from rcompat.areas import run_doctor
     from rcompat.progress import progress_for
 
+    models = getattr(args, "models", None)
+    if models:  # a model path that is not there is bad input: exit 2 before any probe runs
+        from rcompat.models.reader import find_models
+
+        find_models(models)
     # run_doctor resolves the names before any probe runs: a bad one is a UsageError, exit 2
     with progress_for(args, label="rcompat doctor") as progress:
         report = run_doctor(args.only, timeout=args.timeout, progress=progress, jobs=args.jobs,
                             use_cache=not args.no_cache)
+        if models:
+            from rcompat.models.engine import add_model_verdicts
+
+            add_model_verdicts(report, models, progress=progress)
     return emit_report(report, args)

@@ -60,3 +60,12 @@ def check_models(paths: "list[str]", *, python: str | None = None, root: str | N
         report.add(check_model(info, target, machine, cache) or
                    [Finding("MODEL-READ", AREA, Status.OK, f"{info.path}: {info.format}", "read; nothing to check")])
     return report
+
+
+def add_model_verdicts(report: Report, paths: "list[str]", *, root: str | None = None, device: str = "auto",
+                       label: str = "", progress=None) -> None:
+    """The hooks of `rcompat upgrade --models` (root: NEW's, read from its files, never run) and `rcompat
+    doctor --models` (this machine): the model-check findings and facts appended to another report."""
+    checked = check_models(paths, root=root, device=device, progress=progress)
+    report.add(checked.findings)
+    report.facts["models"] = {**checked.facts["models"], **({"side": label} if label else {})}
