@@ -16,7 +16,7 @@ from typing import Any
 from rcompat.models.archive import ModelZip
 from rcompat.models.errors import ModelFileError
 from rcompat.models.facts import TORCH_LEGACY, TORCH_ZIP, TORCHSCRIPT, ModelInfo, TensorInfo, nbytes
-from rcompat.models.pickles import Call, Dict, Global, Persistent, Window, iter_values, walk
+from rcompat.models.pickles import MAX_VISIT, Call, Dict, Global, Persistent, Window, walk
 
 LEGACY_MAGIC = 0x1950A86A20F9469CFC6C
 LEGACY_PROTOCOL = 1001
@@ -24,12 +24,14 @@ MAX_PICKLE_BYTES = 512 << 20
 MAX_CODE_FILES = 20_000
 _REBUILD = {"_rebuild_tensor", "_rebuild_tensor_v2", "_rebuild_tensor_v3", "_rebuild_qtensor",
             "_rebuild_device_tensor_from_cpu_tensor", "_rebuild_meta_tensor_no_storage"}
+_REBUILD_DOTTED = {f"torch._utils.{name}" for name in _REBUILD}
 _PARAMETER = {"torch._utils._rebuild_parameter", "torch._utils._rebuild_parameter_with_state",
               "torch.nn.parameter.Parameter"}
 _STORAGE_DTYPE = {"Float": "float32", "Double": "float64", "Half": "float16", "BFloat16": "bfloat16",
                   "Long": "int64", "Int": "int32", "Short": "int16", "Char": "int8", "Byte": "uint8",
                   "Bool": "bool", "ComplexFloat": "complex64", "ComplexDouble": "complex128",
                   "QInt8": "qint8", "QUInt8": "quint8", "QInt32": "qint32", "Untyped": "uint8"}
+_DTYPE_OF_STORAGE = {f"{kind}Storage": dtype for kind, dtype in _STORAGE_DTYPE.items()}
 # TorchScript's serialized code calls operators as torch.<aten op>(…) and ops.<namespace>.<op>(…).
 _OPS_CALL = re.compile(r"(?<![\w.])(?:torch\.)?ops\.([A-Za-z_]\w*)\.([A-Za-z_]\w*)\s*\(")
 _ATEN_CALL = re.compile(r"(?<![\w.])torch\.([A-Za-z_]\w*)\s*\(")
@@ -129,9 +131,7 @@ def _storages(pids: list[Any], path: str) -> dict[str, tuple[str, int, str]]:
 
 def storage_dtype(kind: Any) -> str:
     if isinstance(kind, Global):
-        if kind.name.endswith("Storage"):
-            return _STORAGE_DTYPE.get(kind.name[:-len("Storage")], kind.name)
-        return kind.name  # torch.float32 in newer ids
+        return _DTYPE_OF_STORAGE.get(kind.name, kind.name)  # FloatStorage, or torch.float32 in newer ids
     return str(kind)
 
 
@@ -140,20 +140,20 @@ def _tensors(root: Any) -> list[TensorInfo]:
     found: list[TensorInfo] = []
     seen: set[int] = set()
     todo: list[tuple[str, Any, bool]] = [("", root, False)]
-    for _ in iter_values(root):  # refuses a hostile number of values before the named walk below
-        pass
     while todo:
         name, value, param = todo.pop()
         if id(value) in seen and not isinstance(value, (int, str, float)):
             continue
         seen.add(id(value))
+        if len(seen) > MAX_VISIT:  # a memo-built graph of hostile size: bounded work, then refused
+            raise ModelFileError(f"pickle holds over {MAX_VISIT:,} values; refused as hostile")
         if isinstance(value, Dict):
             todo.extend((_join(name, k), v, False) for k, v in reversed(value))
         elif isinstance(value, (list, tuple)) and not isinstance(value, Dict):
             todo.extend((_join(name, str(i)), v, False) for i, v in reversed(list(enumerate(value))))
         elif isinstance(value, Call):
             func = value.func.dotted if isinstance(value.func, Global) else ""
-            if func.startswith("torch._utils.") and func.rsplit(".", 1)[1] in _REBUILD:
+            if func in _REBUILD_DOTTED:
                 found.append(_tensor(name, value, param))
             elif func in _PARAMETER:
                 args = value.args if isinstance(value.args, tuple) else ()
