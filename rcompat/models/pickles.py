@@ -8,11 +8,12 @@ What torch needs to load the file is then read off the result: the globals the p
 `weights_only` unpickler must allow), the storages its persistent ids record (dtype, key, device,
 size), the tensors rebuilt from them (shape) and whether they are `nn.Parameter`s.
 
-Why not `pickletools.genops`: it builds an OpcodeInfo lookup, a tuple and a bytes copy per opcode, and
-reads each argument through a file object; on the data.pkl of a 256-tensor checkpoint (7,700 opcodes)
-that walk took 1.3 ms per 1,000 opcodes and inspecting the 1 GiB file 1.47x as long as torch.load with
-mmap=True. This loop (benchmarks/bench_model.py; docs/performance.md has the ratio) takes a small
-fraction of that; tests/models/test_pickles.py holds it to pickle.loads on every protocol.
+Why not `pickletools.genops`: it builds an OpcodeInfo lookup, a tuple and a bytes copy per opcode and
+reads each argument through a file object. Measured on the data.pkl of a 1 GiB, 256-tensor checkpoint
+(7,691 opcodes; benchmarks/bench_model.py, 2 shared cores): genops plus the old per-name dispatch took
+~2.7 ms, this loop ~1.7 ms (0.22 µs an opcode), and `model inspect` of the file went from 1.47x to
+0.12x of torch.load(weights_only=True, mmap=True). tests/models/test_pickles.py holds it to pickle.loads
+on every protocol.
 
 Hostile input is bounded: arguments are read only inside the window [pos, end) (a length field claiming
 gigabytes is refused before anything is sliced); the walk stops with ModelFileError at MAX_OPCODES
