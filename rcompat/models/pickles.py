@@ -19,7 +19,8 @@ Hostile input is bounded: arguments are read only inside the window [pos, end) (
 gigabytes is refused before anything is sliced); the walk stops with ModelFileError at MAX_OPCODES
 opcodes, a stack of MAX_STACK items or MAX_MEMO memo entries (checked every CHECK_EVERY opcodes: each
 opcode adds at most one item) and at marks nested MAX_MARKS deep. The result is traversed iteratively
-with a visited set, so a cycle or a deep nesting built through the memo costs bounded work.
+with a visited set (torchfiles._tensors, at most MAX_VISIT values), so a cycle or a deep nesting
+built through the memo costs bounded work.
 """
 from __future__ import annotations
 
@@ -378,23 +379,3 @@ def _setitems(target: Any, items: list[Any]) -> None:
         target.extend(pairs)
     elif isinstance(target, Call):
         target.items.extend(pairs)
-
-
-def iter_values(root: Any):
-    """Every value reachable from `root`, each once, breadth first (no recursion: a hostile depth is data)."""
-    seen: set[int] = set()
-    queue = [root]
-    while queue:
-        value = queue.pop()
-        if id(value) in seen:
-            continue
-        seen.add(id(value))
-        if len(seen) > MAX_VISIT:
-            raise ModelFileError(f"pickle holds over {MAX_VISIT:,} values; refused as hostile")
-        yield value
-        if isinstance(value, (list, tuple)):
-            queue.extend(value)
-        elif isinstance(value, Call):
-            queue.extend((value.func, value.args, value.state, value.items))
-        elif isinstance(value, Persistent):
-            queue.append(value.pid)
