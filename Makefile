@@ -73,6 +73,7 @@ fuzz: setup $(TEST_STAMP)
 	$(BIN)/python benchmarks/fuzz_elf.py
 	$(BIN)/python benchmarks/fuzz_npz.py
 	$(BIN)/python benchmarks/fuzz_image.py
+	$(BIN)/python benchmarks/fuzz_model.py --cases 3000
 
 # Re-runs every `$ rcompat …` sample of README.md and docs/ and checks its exit code and findings.
 docs-check: setup $(TEST_STAMP)

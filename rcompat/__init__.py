@@ -7,7 +7,7 @@ Public API (stable names); every engine, and the model, is imported on first use
     rcompat.cuda.probe() -> CudaFacts;  rcompat.device() -> DeviceChoice
     rcompat.elf.symbols(path), .deps(path), .missing(path), .abi_diff(old, new), .patch_diff(a, b)
     rcompat.race.run(...);  rcompat.parity.record(options), .compare(a, b)
-    rcompat.upgrade(old, new, driver=None, carry=()) -> Report
+    rcompat.upgrade(old, new, driver=None, carry=(), models=()) -> Report
 """
 from __future__ import annotations
 

@@ -26,6 +26,9 @@ def register(sub) -> None:
     p.add_argument("--deep", action="store_true",
                    help="also run the checks that take minutes: torch.compile of one model, for real (the "
                         "compile area; `rcompat compile` tests every model)")
+    p.add_argument("--models", metavar="FILE|DIR", action="append", default=[],
+                   help="also check these saved models against this machine's torch and GPUs (the findings of "
+                        "`rcompat model check`, area models); repeatable")
     add_quiet_option(p)
     p.set_defaults(func=run)
 
@@ -34,6 +37,11 @@ def run(args: argparse.Namespace) -> int:
     from rcompat.areas import run_doctor
     from rcompat.progress import progress_for
 
+    models = getattr(args, "models", None)
+    if models:  # a model path that is not there is bad input: exit 2 before any probe runs
+        from rcompat.models.reader import find_models
+
+        find_models(models)
     # run_doctor resolves the names before any probe runs: a bad one is a UsageError, exit 2
     from rcompat.areas import DoctorInterrupted
 
@@ -41,6 +49,10 @@ def run(args: argparse.Namespace) -> int:
         with progress_for(args, label="rcompat doctor") as progress:
             report = run_doctor(args.only, timeout=args.timeout, progress=progress, jobs=args.jobs,
                                 use_cache=not args.no_cache, deep=args.deep)
+            if models:
+                from rcompat.models.engine import add_model_verdicts
+
+                add_model_verdicts(report, models, progress=progress)
     except DoctorInterrupted as stopped:  # what finished is written, then the exit code says why it ended
         emit_report(stopped.report, args)
         raise stopped.cause from None

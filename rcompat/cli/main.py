@@ -27,7 +27,11 @@ COMMAND_MODULES = (
     "rcompat.fleet.cli",
     "rcompat.soak.cli",
     "rcompat.compile.cli",
+    "rcompat.models.cli",
 )
+
+# Commands whose module is not named after them (the rule of _owner_module): command -> its module.
+COMMAND_OWNERS = {"model": "rcompat.models.cli"}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -63,9 +67,12 @@ def _command_word(argv: Sequence[str]) -> str | None:
 
 
 def _owner_module(command: str | None) -> str | None:
-    """The module of COMMAND_MODULES named after `command` (rcompat.<command>.cli, rcompat.cli.<command>_cmd)."""
+    """The module of COMMAND_MODULES named after `command` (rcompat.<command>.cli, rcompat.cli.<command>_cmd),
+    or the one COMMAND_OWNERS names for it."""
     if command is None:
         return None
+    if command in COMMAND_OWNERS:
+        return COMMAND_OWNERS[command]
     return next((m for m in COMMAND_MODULES if m in (f"rcompat.{command}.cli", f"rcompat.cli.{command}_cmd")), None)
 
 

@@ -34,6 +34,9 @@ def register(sub) -> None:
                    help="materialise the images' root filesystems under DIR/old and DIR/new instead of a temporary "
                         "directory (DIR/old and DIR/new must not exist or be empty); images only, and a run that "
                         "fails removes what it extracted")
+    p.add_argument("--models", metavar="FILE|DIR", action="append", default=[],
+                   help="saved models (torch, TorchScript, safetensors, R torch, Keras; directories searched) to "
+                        "check against NEW's torch, read from NEW's files (rcompat model check --root); repeatable")
     add_report_options(p)
     add_quiet_option(p)
     p.set_defaults(func=_run)
@@ -46,5 +49,5 @@ def _run(args) -> int:
 
     with progress_for(args, "rcompat upgrade") as prog:
         report = upgrade(args.old, args.new, driver=args.driver, carry=args.carry, extract=args.extract,
-                         progress=prog)
+                         models=args.models, progress=prog)
     return emit_report(report, args)

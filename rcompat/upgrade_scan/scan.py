@@ -21,8 +21,9 @@ AREA = "upgrade"
 
 
 def upgrade(old: str, new: str, *, driver: str | None = None, carry: "list[str] | tuple" = (),
-            extract: str | None = None, progress=None) -> Report:
-    """Compare root filesystems / images OLD and NEW (see rcompat.upgrade_scan.image.source for what they may be)."""
+            extract: str | None = None, models: "list[str] | tuple" = (), progress=None) -> Report:
+    """Compare root filesystems / images OLD and NEW (see rcompat.upgrade_scan.image.source for what they may be).
+    `models`: saved-model files/directories also checked against NEW's torch (rcompat.models), read from NEW's files."""
     from rcompat.upgrade_scan.image.source import is_image, open_source
 
     prog = progress if progress is not None else disabled()
@@ -30,6 +31,10 @@ def upgrade(old: str, new: str, *, driver: str | None = None, carry: "list[str] 
         raise UsageError(f"--extract {extract}: OLD and NEW are both read in place (a root filesystem "
                          "directory or /); --extract applies to images only")
     report = Report(command="upgrade")
+    if models:  # a model path that is not there is bad input: exit 2 before the long scan, not after it
+        from rcompat.models.reader import find_models
+
+        find_models(list(models))
     with contextlib.ExitStack() as stack:
         # registered first, so it runs last: after the sources closed, a failed run's extraction goes
         extraction = stack.enter_context(_Extraction(extract)) if extract else None
@@ -50,6 +55,11 @@ def upgrade(old: str, new: str, *, driver: str | None = None, carry: "list[str] 
         report.add(scan_sides(*sides, driver=driver, carry=carry, progress=prog))
         for finding in report.findings[:1]:  # UPGRADE-ROOTS: what each input was, and what was left out
             finding.evidence["inputs"] = {k: {"kind": v["kind"], "notes": v["notes"]} for k, v in inputs.items()}
+        if models:
+            from rcompat.models.engine import add_model_verdicts
+
+            with prog.step("saved models against NEW's torch"):
+                add_model_verdicts(report, list(models), root=sides[1].root.path, label="NEW", progress=prog)
     return report
 
 

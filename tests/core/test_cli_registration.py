@@ -15,6 +15,13 @@ def _commands(parser) -> list[str]:
 def test_a_named_command_registers_only_its_own_module():
     assert _commands(cli_main.build_parser(["elf", "symbols", "x.so"])) == ["elf"]
     assert _commands(cli_main.build_parser(["--debug", "doctor"])) == ["doctor"]
+    assert _commands(cli_main.build_parser(["model", "inspect", "x.pt"])) == ["model"]  # COMMAND_OWNERS
+
+
+def test_every_command_owner_is_a_command_module_that_registers_that_command():
+    for command, module in cli_main.COMMAND_OWNERS.items():
+        assert module in cli_main.COMMAND_MODULES
+        assert _commands(cli_main.build_parser([command])) == [command]
 
 
 def test_no_command_or_one_without_an_owner_module_registers_every_command():

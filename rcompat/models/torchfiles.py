@@ -1,0 +1,209 @@
+"""torch.save files (zip and legacy) and TorchScript archives, read without torch and without unpickling.
+
+Zip (torch ≥ 1.6): `<top>/data.pkl` is walked by the symbolic machine (pickles.py); each tensor's
+persistent id is `('storage', <torch.XStorage>, key, location, numel)` and its `_rebuild_tensor_v2` call
+gives the shape; `<top>/data/<key>` must hold the storage's bytes (a shorter member is a truncated file);
+`<top>/version` is the file format version. A TorchScript archive (`torch.jit.save`) also has `code/`
+(the serialized TorchScript, recompiled at load: its operator calls are read here by namespace) and
+`constants.pkl`. Legacy (`_use_new_zipfile_serialization=False`): five pickles in a row — the magic
+number, the protocol version (1001), sys_info, the object, the storage keys — then the raw storages.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from rcompat.models.archive import ModelZip
+from rcompat.models.errors import ModelFileError
+from rcompat.models.facts import TORCH_LEGACY, TORCH_ZIP, TORCHSCRIPT, ModelInfo, TensorInfo, nbytes
+from rcompat.models.pickles import MAX_VISIT, Call, Dict, Global, Persistent, Window, walk
+
+LEGACY_MAGIC = 0x1950A86A20F9469CFC6C
+LEGACY_PROTOCOL = 1001
+MAX_PICKLE_BYTES = 512 << 20
+MAX_CODE_FILES = 20_000
+_REBUILD = {"_rebuild_tensor", "_rebuild_tensor_v2", "_rebuild_tensor_v3", "_rebuild_qtensor",
+            "_rebuild_device_tensor_from_cpu_tensor", "_rebuild_meta_tensor_no_storage"}
+_REBUILD_DOTTED = {f"torch._utils.{name}" for name in _REBUILD}
+_PARAMETER = {"torch._utils._rebuild_parameter", "torch._utils._rebuild_parameter_with_state",
+              "torch.nn.parameter.Parameter"}
+_STORAGE_DTYPE = {"Float": "float32", "Double": "float64", "Half": "float16", "BFloat16": "bfloat16",
+                  "Long": "int64", "Int": "int32", "Short": "int16", "Char": "int8", "Byte": "uint8",
+                  "Bool": "bool", "ComplexFloat": "complex64", "ComplexDouble": "complex128",
+                  "QInt8": "qint8", "QUInt8": "quint8", "QInt32": "qint32", "Untyped": "uint8"}
+_DTYPE_OF_STORAGE = {f"{kind}Storage": dtype for kind, dtype in _STORAGE_DTYPE.items()}
+# TorchScript's serialized code calls operators as torch.<aten op>(…) and ops.<namespace>.<op>(…).
+_OPS_CALL = re.compile(r"(?<![\w.])(?:torch\.)?ops\.([A-Za-z_]\w*)\.([A-Za-z_]\w*)\s*\(")
+_ATEN_CALL = re.compile(r"(?<![\w.])torch\.([A-Za-z_]\w*)\s*\(")
+_NOT_OPERATORS = {"device", "dtype", "layout", "Size", "Tensor", "Generator", "memory_format", "qscheme"}
+
+
+def read_zip(mz: ModelZip) -> ModelInfo:
+    top = _top_folder(mz)
+    names = set(mz.names())
+    scripted = f"{top}constants.pkl" in names or any(n.startswith(f"{top}code/") for n in names)
+    info = ModelInfo(mz.path, TORCHSCRIPT if scripted else TORCH_ZIP, mz.size)
+    for member in (f"{top}version", f"{top}.data/version"):
+        if member in names:
+            info.format_version = _int_text(mz.read(member, 64), f"{mz.path}: {member}")
+            break
+    facts = walk(Window(mz.read(f"{top}data.pkl", MAX_PICKLE_BYTES)), f"{mz.path}: {top}data.pkl")
+    info.globals = facts.globals
+    if scripted and f"{top}constants.pkl" in names:
+        constants = walk(Window(mz.read(f"{top}constants.pkl", MAX_PICKLE_BYTES)), f"{mz.path}: constants.pkl")
+        info.globals += [g for g in constants.globals if g not in info.globals]
+        facts.persistent_ids.extend(constants.persistent_ids)
+    info.tensors = _tensors(facts.root)
+    storages = _storages(facts.persistent_ids, mz.path)
+    for key, (dtype, numel, _) in storages.items():
+        member = f"{top}data/{key}"
+        if member not in names:
+            raise ModelFileError(f"{mz.path}: storage {key!r} has no member {member!r} (truncated or edited file)")
+        need = nbytes(dtype, (numel,))
+        if need is not None and mz.infos[member].file_size < need:
+            raise ModelFileError(f"{mz.path}: member {member!r} holds {mz.infos[member].file_size} bytes, its "
+                                 f"storage needs {need} (truncated member)")
+    info.devices = sorted({location for _, _, location in storages.values()})
+    info.details = {"top_level": _type_name(facts.root), "storages": len(storages), "archive_folder": top.rstrip("/"),
+                    "pickle_opcodes": facts.opcodes}
+    if scripted:
+        info.operators = _operators(mz, top)
+    return info
+
+
+def read_legacy(data, path: str) -> ModelInfo:
+    """The legacy format from `data` (bytes or a memory map of the whole file)."""
+    window = Window(data, 0, len(data))
+    magic = walk(window, f"{path}: legacy magic number").root
+    if magic != LEGACY_MAGIC:
+        raise ModelFileError(f"{path}: a pickle, but not one torch.save wrote (no legacy magic number); "
+                             "rcompat reads torch.save files, never arbitrary pickles")
+    protocol = walk(window, f"{path}: legacy protocol version").root
+    sys_info = walk(window, f"{path}: legacy sys_info").root
+    end = min(len(data), window.pos + MAX_PICKLE_BYTES)
+    facts = walk(Window(data, window.pos, end), f"{path}: pickled object")
+    key_list = walk(Window(data, facts.end, len(data)), f"{path}: storage keys")
+    keys = key_list.root
+    info = ModelInfo(path, TORCH_LEGACY, len(data), format_version=protocol if isinstance(protocol, int) else None)
+    info.globals = facts.globals
+    info.tensors = _tensors(facts.root)
+    storages = _storages(facts.persistent_ids, path)
+    if isinstance(keys, list) and any(str(k) not in storages for k in keys):
+        raise ModelFileError(f"{path}: the storage key list names storages the object does not use (corrupt)")
+    info.devices = sorted({location for _, _, location in storages.values()})
+    need = sum(8 + (nbytes(d, (n,)) or 0) for d, n, _ in storages.values())
+    if len(data) - key_list.end < need:  # each storage: its numel (8 bytes), then its bytes
+        raise ModelFileError(f"{path}: the file ends before its {len(storages)} storages do (truncated)")
+    plain = {k: v for k, v in sys_info if isinstance(k, str) and isinstance(v, (str, int, bool))} \
+        if isinstance(sys_info, Dict) else {}
+    info.details = {"top_level": _type_name(facts.root), "storages": len(storages), "sys_info": plain,
+                    "pickle_opcodes": facts.opcodes}
+    return info
+
+
+def _top_folder(mz: ModelZip) -> str:
+    tops = [n[:-len("data.pkl")] for n in mz.names() if n.endswith("data.pkl") and n.count("/") == 1]
+    if not tops:
+        raise ModelFileError(f"{mz.path}: a zip without <folder>/data.pkl; not a torch.save or torch.jit.save file")
+    return tops[0]
+
+
+def _int_text(raw: bytes, what: str) -> int:
+    try:
+        return int(raw.decode("ascii").strip())
+    except (UnicodeDecodeError, ValueError):
+        raise ModelFileError(f"{what} is not a version number ({raw[:20]!r})") from None
+
+
+def _storages(pids: list[Any], path: str) -> dict[str, tuple[str, int, str]]:
+    """key -> (dtype, numel, location) of every ('storage', type, key, location, numel[, view]) id."""
+    out: dict[str, tuple[str, int, str]] = {}
+    for pid in pids:
+        if not (isinstance(pid, tuple) and len(pid) >= 5 and pid[0] == "storage"):
+            raise ModelFileError(f"{path}: a persistent id that is not a torch storage ({str(pid)[:60]}); "
+                                 "not a torch.save file")
+        _, kind, key, location, numel = pid[:5]
+        if not (isinstance(numel, int) and numel >= 0 and isinstance(location, str)):
+            raise ModelFileError(f"{path}: storage {key!r} has a malformed size or location")
+        out[str(key)] = (storage_dtype(kind), numel, location)
+    return out
+
+
+def storage_dtype(kind: Any) -> str:
+    if isinstance(kind, Global):
+        return _DTYPE_OF_STORAGE.get(kind.name, kind.name)  # FloatStorage, or torch.float32 in newer ids
+    return str(kind)
+
+
+def _tensors(root: Any) -> list[TensorInfo]:
+    """Tensors reachable from `root`, named by their path of dict keys / attributes."""
+    found: list[TensorInfo] = []
+    seen: set[int] = set()
+    todo: list[tuple[str, Any, bool]] = [("", root, False)]
+    while todo:
+        name, value, param = todo.pop()
+        if id(value) in seen and not isinstance(value, (int, str, float)):
+            continue
+        seen.add(id(value))
+        if len(seen) > MAX_VISIT:  # a memo-built graph of hostile size: bounded work, then refused
+            raise ModelFileError(f"pickle holds over {MAX_VISIT:,} values; refused as hostile")
+        if isinstance(value, Dict):
+            todo.extend((_join(name, k), v, False) for k, v in reversed(value))
+        elif isinstance(value, (list, tuple)) and not isinstance(value, Dict):
+            todo.extend((_join(name, str(i)), v, False) for i, v in reversed(list(enumerate(value))))
+        elif isinstance(value, Call):
+            func = value.func.dotted if isinstance(value.func, Global) else ""
+            if func in _REBUILD_DOTTED:
+                found.append(_tensor(name, value, param))
+            elif func in _PARAMETER:
+                args = value.args if isinstance(value.args, tuple) else ()
+                if args:
+                    todo.append((name, args[0], True))
+            else:
+                pairs = [p for p in value.items if isinstance(p, tuple) and len(p) == 2]
+                todo.extend((_join(name, k), v, False) for k, v in reversed(pairs))
+                if value.state is not None:
+                    todo.append((name, value.state, False))
+                if func == "torch._tensor._rebuild_from_type_v2" and isinstance(value.args, tuple):
+                    todo.extend((name, a, param) for a in value.args[:1])
+    return found
+
+
+def _join(prefix: str, key: Any) -> str:
+    key = key if isinstance(key, str) else str(key)
+    return f"{prefix}.{key}" if prefix else key
+
+
+def _tensor(name: str, call: Call, param: bool) -> TensorInfo:
+    args = call.args if isinstance(call.args, tuple) else ()
+    storage = args[0] if args else None
+    dtype, device = "unknown", "cpu"
+    if isinstance(storage, Persistent) and isinstance(storage.pid, tuple) and len(storage.pid) >= 5:
+        dtype, device = storage_dtype(storage.pid[1]), str(storage.pid[3])
+    shape = args[2] if len(args) > 2 and isinstance(args[2], tuple) and all(isinstance(n, int) for n in args[2]) else None
+    if call.func.name == "_rebuild_meta_tensor_no_storage":
+        device = "meta"
+    return TensorInfo(name, dtype, shape, nbytes(dtype, shape), device, param)
+
+
+def _type_name(value: Any) -> str:
+    if isinstance(value, Dict):
+        return "dict"
+    if isinstance(value, Call) and isinstance(value.func, Global):
+        return value.func.dotted
+    return type(value).__name__
+
+
+def _operators(mz: ModelZip, top: str) -> dict[str, list[str]]:
+    ops: dict[str, set[str]] = {}
+    code = [n for n in mz.names() if n.startswith(f"{top}code/") and n.endswith(".py")]
+    if len(code) > MAX_CODE_FILES:
+        raise ModelFileError(f"{mz.path}: {len(code):,} TorchScript code files; rcompat reads at most {MAX_CODE_FILES:,}")
+    for member in code:
+        text = mz.read(member, 64 << 20).decode("utf-8", "replace")
+        for ns, name in _OPS_CALL.findall(text):
+            ops.setdefault(ns, set()).add(name)
+        for name in _ATEN_CALL.findall(text):
+            if name not in _NOT_OPERATORS and name != "ops":
+                ops.setdefault("aten", set()).add(name)
+    return {ns: sorted(names) for ns, names in sorted(ops.items())}
