@@ -2,7 +2,9 @@
 
 Two checks: the memory map of the doctor's own process (instant; by the time this area runs, the r
 area may have embedded R here), and ONE short serialized CPU trial (2 workers x 4 iterations, about
-2 s, bounded by the doctor timeout) that shows the recommended pattern works with this R and torch.
+2 s, bounded by the doctor timeout) that shows the recommended pattern works with this R and torch;
+a trial that passed is kept between runs while R, rpy2, numpy and torch stay the same
+(rcompat.race.trial_cache).
 The unsafe mode is not run here: it crashes by design and is for `rcompat race`.
 """
 from __future__ import annotations
@@ -38,12 +40,17 @@ def check_serialized_trial(ctx) -> Iterable[Finding]:
                         remedy="pip install torch and the rpy2 that fits your R: "
                                + "; ".join(f"R {row['R']}: {row['pip']}" for row in rpy2_rows()),
                         source="issue 8; rpy2 pairing: the [[rpy2]] rows of rcompat/data/r_rules.toml")]
-    from rcompat.race.runner import run
+    from rcompat.race.trial_cache import cached_trial
 
-    result = run(**DOCTOR_TRIAL, timeout=min(float(ctx.timeout), DOCTOR_TRIAL_TIMEOUT_S))
-    ctx.facts.setdefault(AREA, {})["serialized_trial"] = {"config": result.config,
-                                                          "summary": result.summary("serialized")}
-    return result.to_findings()
+    def trial() -> tuple[list[Finding], dict]:
+        from rcompat.race.runner import run
+
+        result = run(**DOCTOR_TRIAL, timeout=min(float(ctx.timeout), DOCTOR_TRIAL_TIMEOUT_S))
+        return result.to_findings(), {"config": result.config, "summary": result.summary("serialized")}
+
+    findings, facts = cached_trial(DOCTOR_TRIAL, trial)
+    ctx.facts.setdefault(AREA, {})["serialized_trial"] = facts
+    return findings
 
 
 check_own_maps.check_id = "RACE-MAPS"
