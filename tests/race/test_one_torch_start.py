@@ -52,3 +52,23 @@ def test_without_the_race_area_the_torch_child_runs(r_and_torch, started, tmp_pa
     report = doctor.run_doctor(["cuda"], use_cache=False)
     assert started == ["rcompat.cuda.torch_child"]
     assert report.facts["cuda"]["torch"]["status"] == "ok"
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_the_trials_torch_facts_are_the_torch_childs(r_and_torch, started, tmp_path, monkeypatch):
+    """The trial child asks CUDA only after its CPU trial: is_available, the devices and the arch list
+    it reports are what the torch child reports on the same machine."""
+    import torch
+
+    if not torch.cuda.is_available():
+        pytest.skip("needs an NVIDIA GPU and driver (none here): torch.cuda.is_available() is False")
+    from rcompat.cuda.torch_probe import probe_torch
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    report = doctor.run_doctor(["cuda", "race"], options={"r_verify": False}, use_cache=False)
+    assert "rcompat.cuda.torch_child" not in started
+    shared, own = report.facts["cuda"]["torch"], probe_torch()
+    for key in ("is_available", "devices", "arch_list", "cuda", "cudnn_version", "version"):
+        assert shared.get(key) == own.get(key), key
+    statuses = {f.id: f.status.value for f in report.findings}
+    assert statuses["CUDA-TORCH"] == "ok" and statuses["RACE-SERIALIZED"] == "ok"
