@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import signal
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 TERMINATING_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 

@@ -6,10 +6,13 @@ many files whether they are ELF at all (the upgrade inventory, the host-process 
 from __future__ import annotations
 
 import os
-from typing import BinaryIO
 
 from rcompat.elf.errors import ElfError
 from rcompat.elf.read.format import ELF_MAGIC
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up of `elf symbols`)
+if TYPE_CHECKING:
+    from typing import BinaryIO
 
 
 def check_regular_file(path: "str | os.PathLike[str]") -> None:
