@@ -1,6 +1,7 @@
 """Fuzz the parity-record (.npz) reader: bit flips, byte stomps, truncation at every zip and .npy
-header boundary, and edited .npy headers (a shape claiming terabytes) of a real record. Every case must
-end in a record or ParityFileError, within a time and memory limit: any other exception, a hang or a
+header boundary, and edited .npy headers (a shape claiming terabytes) of a real record, read with every
+input decoded (a record decodes its inputs only when asked). Every case must end in a record or
+ParityFileError, within a time and memory limit: any other exception, a hang or a
 MemoryError is a bug. tests/hostile/test_fuzz.py runs a few hundred cases; `make fuzz` runs 5,000:
 
     .venv/bin/python benchmarks/fuzz_npz.py [--cases 5000] [--seed 1]
@@ -67,10 +68,17 @@ def mutations(data: bytes, rng: random.Random):
         yield kind, mutant
 
 
+def read_fully(path: Path) -> None:
+    """read_record, then every input, which a record decodes (and checks the CRC of) only when asked."""
+    record = read_record(path)
+    for name in record.inputs:
+        record.inputs[name]
+
+
 def run(cases: int, seed: int = 1, workdir: Path | None = None) -> dict:
     tmp = Path(workdir or tempfile.mkdtemp(prefix="rcompat-fuzz-npz-"))
     original = seed_record(tmp / "seed.npz").read_bytes()
-    return fuzz(mutations(original, random.Random(seed)), cases, read_record, ParityFileError, tmp / "mutant.npz",
+    return fuzz(mutations(original, random.Random(seed)), cases, read_fully, ParityFileError, tmp / "mutant.npz",
                 limit_s=CASE_LIMIT_S, memory=MEMORY_LIMIT)
 
 

@@ -55,6 +55,7 @@ class Context:
     def __init__(self, timeout: float | None = None, options: dict[str, Any] | None = None) -> None:
         self.timeout = timeout or DEFAULT_TIMEOUT_S
         self.options = dict(options or {})
+        self.areas: tuple[str, ...] = ()  # the areas of this run (run_doctor): who may share a fact
         self.facts: dict[str, Any] = {}
         self._memo: dict[str, _Memo] = {}
         self._lock = threading.Lock()
@@ -133,6 +134,7 @@ def run_doctor(areas: Iterable[str] | None = None, timeout: float | None = None,
     (Ctrl-C, SIGTERM), it raises DoctorInterrupted holding the report of the areas that had finished."""
     chosen = resolve_areas(areas, deep)
     ctx = Context(timeout=timeout, options=options)
+    ctx.areas = tuple(chosen)
     progress = progress or disabled()
     jobs = default_jobs(len(chosen)) if jobs is None else max(1, int(jobs))
     timings: dict[str, float] = {}

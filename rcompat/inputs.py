@@ -17,16 +17,19 @@ import os
 import stat
 import sys
 from pathlib import Path
-from typing import BinaryIO, NamedTuple
+from collections import namedtuple
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up of every command)
+if TYPE_CHECKING:
+    from typing import BinaryIO
 
 from rcompat.errors import RcompatError, UsageError
 
 MIB = 1 << 20
 
 
-class Limit(NamedTuple):
-    what: str      # how a message names this kind of file
-    default_mb: int
+class Limit(namedtuple("Limit", "what default_mb")):  # what: how a message names this kind of file
+    __slots__ = ()
 
     def env(self, kind: str) -> str:
         return f"RCOMPAT_MAX_{kind.upper()}_MB"

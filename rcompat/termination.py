@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import signal
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 TERMINATING_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 

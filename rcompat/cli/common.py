@@ -23,6 +23,12 @@ class HelpFormatter(argparse.HelpFormatter):
     in lines (an epilog listing exit codes) keeps its lines and their indents, each wrapped under its
     own text column instead of run together or left at any length."""
 
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
+                 width: int | None = None) -> None:
+        # argparse builds a formatter for every option it adds and asks shutil for the width each time:
+        # importing shutil (and with it bz2 and lzma) was a few ms of every command's start-up.
+        super().__init__(prog, indent_increment, max_help_position, terminal_columns() - 2 if width is None else width)
+
     def _fill_text(self, text: str, width: int, indent: str) -> str:
         if "\n" not in text.strip():
             return super()._fill_text(text, width, indent)
@@ -41,6 +47,23 @@ class HelpFormatter(argparse.HelpFormatter):
             out.extend(textwrap.wrap(line, width, initial_indent=indent, subsequent_indent=indent + hang,
                                      break_long_words=False, break_on_hyphens=False) or [""])
         return "\n".join(out)
+
+
+def terminal_columns() -> int:
+    """shutil.get_terminal_size().columns without importing shutil: $COLUMNS, else the terminal of
+    stdout, else 80."""
+    import os
+
+    try:
+        columns = int(os.environ.get("COLUMNS", "0"))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns if columns > 0 else 80
 
 
 def register_commands(sub, module_names: Iterable[str]) -> None:

@@ -20,7 +20,7 @@ def register(sub) -> None:
                    help="seconds each isolated child (R verification, CUDA init) may take (default 60)")
     p.add_argument("--no-cache", action="store_true",
                    help="neither read nor write the caches under $XDG_CACHE_HOME/rcompat (symbol indexes, "
-                        "the torch child's and R's facts); RCOMPAT_NO_CACHE=1 does the same")
+                        "torch's and R's facts, the race trial that passed); RCOMPAT_NO_CACHE=1 does the same")
     p.add_argument("--jobs", "-j", type=whole_number(1, 64), default=None, metavar="N",
                    help="areas run at once (default: all of them, at most the CPU count + 4; 1 runs them one by one)")
     p.add_argument("--deep", action="store_true",

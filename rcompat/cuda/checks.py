@@ -2,7 +2,9 @@
 
 Facts are gathered once per run (ctx.memo("cuda.facts")) and recorded in ctx.facts["cuda"]; NVML's
 answer is its own memo ("nvml.facts"), read by the torch cache's key and the findings alike; the torch
-child's part is its own memo ("torch.facts"), started before this area waits for R's facts. R torch's
+child's part is its own memo ("torch.facts"), started before this area waits for R's facts; when the
+race area runs its trial in this run, that trial's child reports torch's facts after its trial and no
+torch child of this area's own is started (one torch start, not two). R torch's
 side comes from the R engine's shared facts when that engine is present; this area never starts R on
 its own. ctx.options read here: "nvml" (a pynvml-like module, for tests), "cuda_tables" (a directory
 overriding the packaged tables).
@@ -31,7 +33,13 @@ def torch_facts(ctx) -> dict:
     device choice), and from the cache between runs (rcompat.cuda.torch_cache)."""
     from rcompat.cuda.torch_cache import cached_probe_torch
 
-    return ctx.memo("torch.facts", lambda: cached_probe_torch(nvml_facts(ctx), timeout=ctx.timeout))
+    def from_race_trial():  # the race area's trial child imports torch too: it answers for both
+        from rcompat.race.checks import trial_torch_facts
+
+        return trial_torch_facts(ctx)
+
+    return ctx.memo("torch.facts", lambda: cached_probe_torch(nvml_facts(ctx), timeout=ctx.timeout,
+                                                              shared=from_race_trial))
 
 
 def cuda_facts(ctx) -> CudaFacts:

@@ -11,33 +11,44 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from rcompat import cache
 from rcompat.cuda.nvml import NvmlFacts
-from rcompat.cuda.torch_probe import probe_torch, torch_distribution
+from rcompat.cuda.torch_probe import facts_of_record, probe_torch, torch_distribution
 
 FACTS_FORMAT = 1
 ENV_KEYS = ("CUDA_VISIBLE_DEVICES", "CUDA_ENABLE", "CUDA_HOME", "CUDA_PATH", "LD_LIBRARY_PATH", "LD_PRELOAD",
             "PYTHONPATH", "PYTORCH_NVML_BASED_CUDA_CHECK", "CUDA_MODULE_LOADING")
 
 
-def cached_probe_torch(nv: NvmlFacts, timeout: float = 60.0,
-                       env: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """probe_torch(), answered from the cache when its key still holds; `from_cache` says which."""
+def cached_probe_torch(nv: NvmlFacts, timeout: float = 60.0, env: Mapping[str, str] | None = None,
+                       shared: Callable[[], Mapping[str, Any] | None] | None = None) -> dict[str, Any]:
+    """probe_torch(), answered from the cache when its key still holds; `from_cache` says which.
+    `shared()`, asked before a torch child is started, may hand over what another child that imported
+    torch reported ({"record": torch_child.torch_facts(), "duration_s": …}; the doctor's race trial)."""
     env = dict(os.environ if env is None else env)
     dist = torch_distribution()
-    if dist is None or not cache.enabled(env):
+    if dist is None:
         return probe_torch(timeout=timeout, env=env)
+    if not cache.enabled(env):
+        return _from_shared(shared, dist, env) or probe_torch(timeout=timeout, env=env)
     key = facts_key(nv, dist, env)
     entry = cache.entry_path("torch", "facts.json")
     stored = _read(entry, key)
     if stored is not None:
         return {**stored, "from_cache": True}
-    facts = probe_torch(timeout=timeout, env=env)
+    facts = _from_shared(shared, dist, env) or probe_torch(timeout=timeout, env=env)
     if facts.get("status") == "ok":
         cache.write_json(entry, FACTS_FORMAT, key, {"facts": facts})
     return facts
+
+
+def _from_shared(shared, dist: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, Any] | None:
+    given = shared() if shared is not None else None
+    if not given or not isinstance(given.get("record"), dict) or not given["record"].get("imported"):
+        return None
+    return facts_of_record(given["record"], dist, float(given.get("duration_s") or 0.0), env)
 
 
 def facts_key(nv: NvmlFacts, dist: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, Any]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 import warnings
+from typing import Any, Callable
 
 from rcompat.isolate import emit
 
@@ -19,34 +20,41 @@ def main() -> int:
     except Exception as exc:  # noqa: BLE001 - a broken install is a fact to report, not a crash
         emit({"result": {"imported": False, "import_error": f"{type(exc).__name__}: {exc}"}})
         return 0
+    emit({"result": torch_facts(torch, lambda step: emit({"step": step}))})
+    return 0
+
+
+def torch_facts(torch, step: Callable[[str], None]) -> dict[str, Any]:
+    """What this process's `torch` says of itself and of CUDA; `step(name)` announces each stage. Also
+    asked by the doctor's race trial child after its trial, which has imported torch already
+    (rcompat.race.worker): one torch start serves both."""
     facts = {"imported": True, "version": str(torch.__version__), "cuda": torch.version.cuda,
              "hip": getattr(torch.version, "hip", None), "file": getattr(torch, "__file__", None),
              "messages": []}
-    emit({"step": "cudnn version"})
+    step("cudnn version")
     try:
         facts["cudnn"] = torch.backends.cudnn.version()
     except Exception as exc:  # noqa: BLE001
         facts["messages"].append(f"cudnn.version(): {exc}")
         facts["cudnn"] = None
     facts["arch_list"] = _compiled_arch_list(torch)
-    emit({"step": "cuda is_available"})
+    step("cuda is_available")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         facts["is_available"] = bool(torch.cuda.is_available())
     facts["messages"] += [str(w.message) for w in caught]
     if not facts["is_available"] and torch.version.cuda:
-        emit({"step": "cuda init"})
+        step("cuda init")
         try:  # is_available() swallows the reason; init() raises it
             torch.cuda.init()
         except Exception as exc:  # noqa: BLE001
             facts["messages"].append(str(exc))
     if facts["is_available"]:
-        emit({"step": "cuda devices"})
+        step("cuda devices")
         facts["devices"] = [{"index": i, "name": torch.cuda.get_device_name(i),
                              "capability": "%d.%d" % torch.cuda.get_device_capability(i)}
                             for i in range(torch.cuda.device_count())]
-    emit({"result": facts})
-    return 0
+    return facts
 
 
 def _compiled_arch_list(torch) -> list[str]:

@@ -48,10 +48,17 @@ def probe_torch(timeout: float = 60.0, env: Mapping[str, str] | None = None) -> 
     if not record.get("imported"):
         return {"status": "import-error", "distribution": dist, "reason": record.get("import_error", ""),
                 "child": result.to_evidence()}
-    facts = {"status": "ok", "distribution": dist, **record,
+    return facts_of_record(record, dist, result.duration_s, env)
+
+
+def facts_of_record(record: Mapping[str, Any], dist: Mapping[str, Any], duration_s: float,
+                    env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """probe_torch()'s facts from what a child that imported torch reported (rcompat.cuda.torch_child
+    .torch_facts): the torch child's own, or the doctor's race trial child's."""
+    facts = {"status": "ok", "distribution": dict(dist), **record,
              "cudnn_version": decode_cudnn_version(record.get("cudnn")),
              "cuda_visible_devices": (env if env is not None else os.environ).get("CUDA_VISIBLE_DEVICES")}
-    facts["duration_s"] = round(result.duration_s, 2)
+    facts["duration_s"] = round(duration_s, 2)
     return facts
 
 

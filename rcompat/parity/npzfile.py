@@ -13,14 +13,15 @@ ParityFileError naming the file and what is wrong.
 from __future__ import annotations
 
 import json
-import math
 import zipfile
 import zlib
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
 from rcompat.errors import RcompatError
+from rcompat.parity.npzmembers import LazyArrays, Member, MemberError, read_members
 
 FORMAT = "rcompat-parity"
 FORMAT_VERSION = 1
@@ -39,7 +40,7 @@ class ParityFileError(RcompatError):
 @dataclass
 class ParityRecord:
     manifest: dict[str, Any]
-    inputs: dict[str, Any] = field(default_factory=dict)    # name (without input/) -> ndarray
+    inputs: Mapping[str, Any] = field(default_factory=dict)  # name (without input/) -> ndarray
     outputs: dict[str, Any] = field(default_factory=dict)   # output name -> ndarray
     path: str = ""
 
@@ -65,19 +66,21 @@ def write_record(path: "str | Path", record: ParityRecord) -> Path:
 
 
 def read_record(path: "str | Path") -> ParityRecord:
-    """The record in `path`, every array loaded and checked against the manifest."""
-    arrays = _load_arrays(path)
-    if MANIFEST not in arrays:
+    """The record in `path`, checked against the manifest: every member's header, and the manifest's and
+    outputs' data (CRC-32) now; the inputs' data when an input is first read (`record.inputs[name]`)."""
+    members = _load_members(path)
+    if MANIFEST not in members:
         raise ParityFileError(f"{path}: an npz without a 'manifest' entry, not an rcompat parity record")
-    manifest = _decode_manifest(path, arrays.pop(MANIFEST))
-    inputs = {k[len(INPUT_PREFIX):]: v for k, v in arrays.items() if k.startswith(INPUT_PREFIX)}
-    outputs = {k: v for k, v in arrays.items() if not k.startswith(INPUT_PREFIX)}
+    manifest = _decode_manifest(path, _decoded(path, members.pop(MANIFEST)))
+    inputs = LazyArrays({k[len(INPUT_PREFIX):]: m for k, m in members.items() if k.startswith(INPUT_PREFIX)},
+                        lambda member: _decoded(path, member))
+    outputs = {k: _decoded(path, m) for k, m in members.items() if not k.startswith(INPUT_PREFIX)}
     record = ParityRecord(manifest=manifest, inputs=inputs, outputs=outputs, path=str(path))
     _check_consistent(path, record)
     return record
 
 
-def _load_arrays(path: "str | Path") -> dict[str, Any]:
+def _load_members(path: "str | Path") -> dict[str, Member]:
     """Every member of the npz, each header checked against the member's real size before its array is
     allocated: a 16 MB file claiming a 100 GB array is refused, not loaded."""
     from rcompat.inputs import limit_bytes, open_input, size_problem
@@ -90,56 +93,40 @@ def _load_arrays(path: "str | Path") -> dict[str, Any]:
         if head.startswith(b"\x93NUMPY"):
             raise ParityFileError(f"{path}: a single .npy array, not an .npz parity record")
         fh.seek(0)
-        try:
+        with _damage_refused(path):
             with zipfile.ZipFile(fh) as archive:
-                members = archive.infolist()
-                if len(members) > MAX_MEMBERS:
-                    raise ParityFileError(f"{path}: {len(members)} members; a parity record has at most {MAX_MEMBERS}")
-                total = sum(m.file_size for m in members)
+                infos = archive.infolist()
+                if len(infos) > MAX_MEMBERS:
+                    raise ParityFileError(f"{path}: {len(infos)} members; a parity record has at most {MAX_MEMBERS}")
+                total = sum(m.file_size for m in infos)
                 if total > limit_bytes("record"):
                     raise ParityFileError(f"{path}: its arrays unpack to {size_problem(total, 'record')}")
-                return dict(_member_array(path, archive, member) for member in members)
-        except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, zlib.error, NotImplementedError,
-                UnicodeDecodeError) as exc:  # a member name that is not UTF-8 though its flag says so
-            raise ParityFileError(f"{path}: truncated or corrupt npz ({type(exc).__name__}: "
-                                  f"{_one_line(str(exc))})") from None
+                for member in infos:
+                    if not member.filename.endswith(".npy") or member.is_dir():
+                        raise ParityFileError(f"{path}: member {member.filename!r} is not a .npy array; not an "
+                                              "rcompat parity record")
+                    if member.flag_bits & 0x1:
+                        raise ParityFileError(f"{path}: member {member.filename!r} is encrypted; not an rcompat "
+                                              "parity record")
+                return {m.name: m for m in read_members(fh, archive)}
 
 
-def _member_array(path: "str | Path", archive: zipfile.ZipFile, member: zipfile.ZipInfo) -> tuple[str, Any]:
-    import numpy as np
-    from numpy.lib import format as npy
+@contextmanager
+def _damage_refused(path: "str | Path") -> Iterator[None]:
+    """A damaged zip or .npy member as one ParityFileError naming the file."""
+    try:
+        yield
+    except MemberError as exc:
+        raise ParityFileError(f"{path}: {exc}") from None
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, ValueError, zlib.error,
+            NotImplementedError, UnicodeDecodeError) as exc:  # a member name that is not UTF-8 though its flag says so
+        raise ParityFileError(f"{path}: truncated or corrupt npz ({type(exc).__name__}: "
+                              f"{_one_line(str(exc))})") from None
 
-    if not member.filename.endswith(".npy") or member.is_dir():
-        raise ParityFileError(f"{path}: member {member.filename!r} is not a .npy array; not an rcompat parity record")
-    if member.flag_bits & 0x1:
-        raise ParityFileError(f"{path}: member {member.filename!r} is encrypted; not an rcompat parity record")
-    name = member.filename[:-len(".npy")]
-    with archive.open(member) as fh:
-        try:
-            version = npy.read_magic(fh)
-            readers = {(1, 0): npy.read_array_header_1_0, (2, 0): npy.read_array_header_2_0}
-            if version not in readers:
-                raise ValueError(f"format version {version}")
-            shape, fortran, dtype = readers[version](fh)
-        except ValueError as exc:
-            raise ParityFileError(f"{path}: member {member.filename!r} has no valid .npy header "
-                                  f"({_one_line(str(exc))})") from None
-        if dtype.hasobject:
-            raise ParityFileError(f"{path}: holds pickled data (an object array); parity records hold "
-                                  "numeric arrays only and are never unpickled")
-        if any(n < 0 for n in shape):
-            raise ParityFileError(f"{path}: member {member.filename!r} claims the shape {shape}")
-        claimed = math.prod(shape) * dtype.itemsize
-        held = member.file_size - fh.tell()
-        if claimed != held:
-            raise ParityFileError(f"{path}: member {member.filename!r} claims a {dtype} array of shape {shape} "
-                                  f"({claimed} bytes) but holds {held} bytes; the file is corrupt")
-        data = fh.read(claimed)  # the CRC is checked at the member's end
-        if len(data) != claimed:
-            raise EOFError(f"member {member.filename!r} ends early")
-    array = np.frombuffer(bytearray(data), dtype=dtype)
-    array = array.reshape(shape[::-1]).transpose() if fortran else array.reshape(shape)
-    return name, _numeric(path, name, array)
+
+def _decoded(path: "str | Path", member: Member) -> Any:
+    with _damage_refused(path):
+        return _numeric(path, member.name, member.array())
 
 
 def _numeric(path: "str | Path", name: str, array: Any) -> Any:

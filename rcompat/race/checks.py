@@ -2,7 +2,9 @@
 
 Two checks: the memory map of the doctor's own process (instant; by the time this area runs, the r
 area may have embedded R here), and ONE short serialized CPU trial (2 workers x 4 iterations, about
-2 s, bounded by the doctor timeout) that shows the recommended pattern works with this R and torch.
+2 s, bounded by the doctor timeout) that shows the recommended pattern works with this R and torch;
+a trial that passed is kept between runs while R, rpy2, numpy and torch stay the same
+(rcompat.race.trial_cache).
 The unsafe mode is not run here: it crashes by design and is for `rcompat race`.
 """
 from __future__ import annotations
@@ -38,12 +40,43 @@ def check_serialized_trial(ctx) -> Iterable[Finding]:
                         remedy="pip install torch and the rpy2 that fits your R: "
                                + "; ".join(f"R {row['R']}: {row['pip']}" for row in rpy2_rows()),
                         source="issue 8; rpy2 pairing: the [[rpy2]] rows of rcompat/data/r_rules.toml")]
-    from rcompat.race.runner import run
+    findings, facts, _ = doctor_trial(ctx)
+    ctx.facts.setdefault(AREA, {})["serialized_trial"] = facts
+    return findings
 
-    result = run(**DOCTOR_TRIAL, timeout=min(float(ctx.timeout), DOCTOR_TRIAL_TIMEOUT_S))
-    ctx.facts.setdefault(AREA, {})["serialized_trial"] = {"config": result.config,
-                                                          "summary": result.summary("serialized")}
-    return result.to_findings()
+
+def doctor_trial(ctx) -> tuple[list[Finding], dict, dict | None]:
+    """(findings, facts, torch's facts or None) of the doctor's one trial, run once per doctor run
+    (or read from rcompat.race.trial_cache). When the cuda area is in the run too, the trial's child,
+    having imported torch for the trial, also reports what the torch child would, once its trial has
+    ended (rcompat.race.runner.run(torch_facts=True)): one torch start serves both areas."""
+    def produce() -> tuple[list[Finding], dict, dict | None]:
+        from rcompat.race.trial_cache import cached_trial
+
+        shared: dict = {}
+
+        def trial() -> tuple[list[Finding], dict]:
+            from rcompat.race.runner import run
+
+            result = run(**DOCTOR_TRIAL, timeout=min(float(ctx.timeout), DOCTOR_TRIAL_TIMEOUT_S),
+                         torch_facts="cuda" in ctx.areas)
+            if result.torch_facts is not None:
+                shared.update(record=result.torch_facts, duration_s=result.torch_duration_s)
+            return result.to_findings(), {"config": result.config, "summary": result.summary("serialized")}
+
+        findings, facts = cached_trial(DOCTOR_TRIAL, trial)
+        return findings, facts, shared or None
+
+    return ctx.memo("race.trial", produce)
+
+
+def trial_torch_facts(ctx) -> dict | None:
+    """What the race trial's child said of torch ({"record", "duration_s"}), when this doctor run has a
+    race area that runs its trial now (not from the cache) with rpy2 and torch installed; else None at
+    once, and the cuda area asks its own torch child."""
+    if "race" not in ctx.areas or any(importlib.util.find_spec(m) is None for m in ("rpy2", "torch")):
+        return None
+    return doctor_trial(ctx)[2]
 
 
 check_own_maps.check_id = "RACE-MAPS"

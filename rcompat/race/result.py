@@ -24,6 +24,10 @@ SAFE_PATTERN = ("Call R only from the thread that started it: hand R work to tha
 class RaceResult:
     config: dict[str, Any]
     trials: list[TrialResult] = field(default_factory=list)
+    # torch's facts as the first trial's child reported them after its trial (run(torch_facts=True)),
+    # and how long that child ran: the doctor's torch facts without a torch child of their own.
+    torch_facts: dict[str, Any] | None = None
+    torch_duration_s: float = 0.0
 
     # -- per mode ---------------------------------------------------------------------------------
     def modes(self) -> list[str]:

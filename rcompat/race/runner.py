@@ -37,7 +37,8 @@ HOOKS = ("crash_after_events", "crash_lib", "hang_after_events")
 def run(device: str = "auto", iterations: int = 20, workers: int = 4, mode: str = "both",
         timeout: float = 30.0, trace: str | None = None, *, trials: int = 3, seed: int | None = None,
         r_stack_check: bool = True, jitter_s: float = 0.0005,
-        hooks: Mapping[str, Any] | None = None, progress: "Progress | None" = None) -> RaceResult:
+        hooks: Mapping[str, Any] | None = None, progress: "Progress | None" = None,
+        torch_facts: bool = False) -> RaceResult:
     """Run `trials` trials per mode ("unsafe", "serialized" or "both") and return what they showed.
 
     `timeout` (seconds): a trial with no progress by then is a hang; one still progressing runs on,
@@ -45,6 +46,9 @@ def run(device: str = "auto", iterations: int = 20, workers: int = 4, mode: str 
     `trace` writes a Chrome trace JSON file (atomically).
     `hooks` is for tests: make the worker crash (SIGSEGV) or hang after N timeline events.
     `progress` (rcompat.progress) shows which trial is running: "serialized trial 2/3".
+    `torch_facts`: the first trial's child, once its trial has ended, also reports what the doctor's
+    torch child would (rcompat.cuda.torch_child.torch_facts) in `result.torch_facts` (None when it
+    could not), so the doctor starts torch once for both.
     """
     from rcompat.progress import disabled
 
@@ -73,11 +77,15 @@ def run(device: str = "auto", iterations: int = 20, workers: int = 4, mode: str 
         for index in range(trials):
             trial_config = {"mode": m, "seed": seed + index, "device": device, "iterations": iterations,
                             "workers": workers, "r_stack_check": bool(r_stack_check), "jitter_s": float(jitter_s),
-                            "run_id": run_id, **dict(hooks or {})}
+                            "run_id": run_id, **dict(hooks or {}),
+                            **({"torch_facts": True} if torch_facts and not result.trials else {})}
             progress.note(f"{m} trial {index + 1}/{trials}")
             child = run_python_child(WORKER_MODULE, [json.dumps(trial_config)], timeout=float(timeout),
                                      patience=PATIENCE)
             trial = classify(child, mode=m, index=index, seed=seed + index, config=trial_config)
+            if trial_config.get("torch_facts"):
+                result.torch_facts = next((r["torch_facts"] for r in child.records if "torch_facts" in r), None)
+                result.torch_duration_s = child.duration_s
             result.trials.append(trial)
             if trial.outcome == SETUP:  # no R, no torch or no CUDA: every further trial would say the same
                 break

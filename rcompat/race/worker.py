@@ -277,6 +277,13 @@ def main(argv: list[str] | None = None) -> int:
     for t in threads:
         t.join()
     timeline.write({"ev": "end", "t_ns": time.monotonic_ns()})
+    if config.get("torch_facts"):  # after the trial, so CUDA's start-up cannot change it
+        from rcompat.cuda.torch_child import torch_facts
+
+        try:
+            timeline.write({"torch_facts": torch_facts(torch, lambda step: None)})
+        except Exception as exc:  # noqa: BLE001 - the doctor then asks its own torch child
+            timeline.write({"torch_facts_error": f"{type(exc).__name__}: {exc}"})
     return 0
 
 

@@ -85,7 +85,8 @@ def _programs(side: Side) -> dict[str, list[str]]:
 
 def check_interpreters(side: Side) -> InterpCheck:
     from rcompat.elf.errors import ElfError
-    from rcompat.elf.read.reader import ElfImage, is_elf_file
+    from rcompat.elf.read.files import is_elf_file
+    from rcompat.elf.read.reader import ElfImage
 
     groups = _programs(side)
     problems = []

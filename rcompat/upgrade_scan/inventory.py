@@ -12,7 +12,7 @@ import os
 import stat
 from dataclasses import dataclass
 
-from rcompat.elf.read.reader import is_elf_file
+from rcompat.elf.read.files import is_elf_file
 
 # Pseudo and volatile file systems of a live machine: never part of an installed stack, and walking
 # /proc or /sys would read forever. Image roots hold none of them.

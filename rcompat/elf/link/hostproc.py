@@ -22,7 +22,7 @@ import sys
 
 from rcompat.elf.errors import ElfError
 from rcompat.elf.link.root import Root, as_root
-from rcompat.elf.read.reader import is_elf_file
+from rcompat.elf.read.files import is_elf_file
 from rcompat.errors import UsageError
 
 # What a login shell's PATH holds (Debian's /etc/profile for root): where a command named inside a root is looked for.

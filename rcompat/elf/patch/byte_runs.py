@@ -11,7 +11,7 @@ import os
 import numpy as np
 
 from rcompat.elf.patch.results import RunBudget
-from rcompat.elf.read.reader import check_regular_file, open_elf_file
+from rcompat.elf.read.files import check_regular_file, open_elf_file
 
 CHUNK = 4 << 20
 

@@ -12,7 +12,8 @@ naming the offset, never an IndexError or an endless loop (benchmarks/fuzz_elf.p
 files, 0 other exceptions).
 
 The format's constants and record types are rcompat.elf.read.format's; the bulk column passes over
-.dynsym and its string table are rcompat.elf.read.symbol_columns'.
+.dynsym and its string table are rcompat.elf.read.symbol_columns'; opening a path that may not be a
+regular file is rcompat.elf.read.files'.
 """
 from __future__ import annotations
 
@@ -22,9 +23,9 @@ import struct
 from collections.abc import Iterator
 from functools import cached_property
 from pathlib import Path
-from typing import BinaryIO
 
 from rcompat.elf.errors import ElfError, NotElfError
+from rcompat.elf.read.files import check_regular_file, open_elf_file
 from rcompat.elf.read.format import (BIND_OF_INFO, DF_SYMBOLIC, DT_FLAGS, DT_NEEDED, DT_RPATH, DT_RUNPATH,
                                      DT_SONAME, DT_SYMBOLIC, EHDR_FORMATS, ELF_MAGIC, MACHINES,
                                      MACHINE_SECTION_TYPES, RawSymbols, SECTION_TYPES, SHN_UNDEF, SHN_XINDEX,
@@ -357,7 +358,6 @@ class ElfImage:
         return None
 
 
-
 def _cstr(table: bytes, offset: int, path: object = None) -> str:
     if offset >= len(table):
         if offset == 0:
@@ -365,38 +365,6 @@ def _cstr(table: bytes, offset: int, path: object = None) -> str:
         raise ElfError(path or "?", f"string offset {offset} outside its string table ({len(table)} bytes)")
     end = table.find(b"\0", offset)
     return table[offset:end if end >= 0 else len(table)].decode("utf-8", "replace")
-
-
-def check_regular_file(path: "str | os.PathLike[str]") -> None:
-    """Raise ElfError unless `path` is an existing regular file (names dangling links, loops, directories)."""
-    from rcompat.inputs import file_problem
-
-    problem = file_problem(path, kind="an ELF file")
-    if problem:
-        raise ElfError(path, problem)
-
-
-def open_elf_file(path: "str | os.PathLike[str]") -> BinaryIO:
-    """The file opened without blocking and checked again on its descriptor (a FIFO swapped in after
-    check_regular_file would block the mapping forever); ElfError naming the problem otherwise."""
-    from rcompat.inputs import InputRefused, open_mapped
-
-    try:
-        return open_mapped(path, kind="an ELF file")
-    except InputRefused as refused:
-        raise ElfError(path, str(refused)) from None
-
-
-def is_elf_file(path: "str | os.PathLike[str]") -> bool:
-    """Does `path` start with the ELF magic? False for anything unreadable; a FIFO or a device is never
-    waited on (opened as open_elf_file opens)."""
-    from rcompat.inputs import InputRefused, open_mapped
-
-    try:
-        with open_mapped(path) as fh:
-            return fh.read(4) == ELF_MAGIC
-    except (OSError, InputRefused):
-        return False
 
 
 def open_elf(path: "str | os.PathLike[str]") -> ElfImage:
