@@ -57,7 +57,8 @@ def _register_run(fleet) -> None:
                    help="cancel the step after S seconds (default 900); nodes not done are reported")
     from rcompat.renderers import FORMATS
 
-    p.add_argument("--format", "-f", choices=FORMATS, default="text", help="fleet report format (default: text)")
+    p.add_argument("--format", "-f", choices=FORMATS, default="text", metavar="FORMAT",
+                   help=f"fleet report format: {', '.join(FORMATS)} (default: text)")
     p.add_argument("--report", dest="output", metavar="FILE",
                    help="write the fleet report to FILE (atomically) instead of stdout")
     p.add_argument("--strict", action="store_true", help="count warn findings and differences as failures")
