@@ -79,16 +79,30 @@ first_line <- function(text) {
   if (length(lines)) lines[[1]] else "unknown error"
 }
 
-# With reticulate 1.41 and Python 3.13 the import hook of an editable install (.pth) is not on
-# sys.meta_path, so `import rcompat` fails; running the .pth files again installs it. Only on failure.
+# Imported with the working directory off sys.path: R's working directory often holds a folder named
+# rcompat (a checkout's R package, R CMD check's rcompat.Rcheck/rcompat), which Python would otherwise
+# import as an empty namespace package in place of the real one. With reticulate 1.41 and Python 3.13
+# the import hook of an editable install (.pth) is not on sys.meta_path, so `import rcompat` fails;
+# running the .pth files again (site.addsitedir) installs it. Only on failure.
 import_bridge <- function() {
-  tryCatch(reticulate::import("rcompat.tools.from_r", convert = TRUE), error = function(e) {
-    reticulate::py_run_string(paste0(
-      "import os, site, sys\n",
-      "for _d in [p for p in sys.path if p.endswith(('site-packages', 'dist-packages')) and os.path.isdir(p)]:\n",
-      "    site.addsitedir(_d)\n"))
-    reticulate::import("rcompat.tools.from_r", convert = TRUE)
-  })
+  scope <- reticulate::py_run_string(paste0(
+    "def _rcompat_import(readd_sites):\n",
+    "    import importlib, os, site, sys\n",
+    "    if readd_sites:\n",
+    "        for d in [p for p in sys.path if p.endswith(('site-packages', 'dist-packages')) and os.path.isdir(p)]:\n",
+    "            site.addsitedir(d)\n",
+    "    saved = list(sys.path)\n",
+    "    here = os.path.realpath(os.getcwd())\n",
+    "    sys.path[:] = [p for p in sys.path if os.path.realpath(p or '.') != here]\n",
+    "    try:\n",
+    "        if getattr(sys.modules.get('rcompat'), '__file__', 1) is None:\n",
+    "            del sys.modules['rcompat']  # the namespace package of a folder, not rcompat\n",
+    "        return importlib.import_module('rcompat.tools.from_r')\n",
+    "    finally:\n",
+    "        sys.path[:] = saved\n"), local = TRUE, convert = FALSE)  # kept out of the user's __main__
+  import <- reticulate::py_to_r(reticulate::py_get_item(scope, "_rcompat_import"))
+  tryCatch(import(FALSE), error = function(e) import(TRUE))
+  reticulate::import("rcompat.tools.from_r", convert = TRUE)  # now in sys.modules
 }
 
 bridge <- function() {
