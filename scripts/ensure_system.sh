@@ -3,7 +3,8 @@
 # Quick when all is there: one Rscript call and a few `command -v`.
 set -euo pipefail
 
-APT_PACKAGES=(r-base-core r-base-dev r-cran-reticulate r-cran-jsonlite r-cran-testthat
+# r-cran-dplyr: tests/rpkg checks that dplyr verbs work on the R package's results.
+APT_PACKAGES=(r-base-core r-base-dev r-cran-reticulate r-cran-jsonlite r-cran-testthat r-cran-dplyr
               abigail-tools binutils gcc libc6-dev make debootstrap)
 missing=()
 # RCOMPAT_FORCE_SYSTEM_INSTALL=1 takes the install branch even when nothing is missing (to test it).
@@ -12,9 +13,9 @@ for cmd in Rscript R gcc nm readelf abidiff debootstrap; do
   command -v "$cmd" >/dev/null 2>&1 || missing+=("$cmd")
 done
 if command -v Rscript >/dev/null 2>&1; then
-  if ! Rscript -e 'q(status = !all(sapply(c("reticulate", "jsonlite", "testthat"), requireNamespace, quietly = TRUE)))' \
+  if ! Rscript -e 'q(status = !all(sapply(c("reticulate", "jsonlite", "testthat", "dplyr"), requireNamespace, quietly = TRUE)))' \
        >/dev/null 2>&1; then
-    missing+=("R packages reticulate/jsonlite/testthat")
+    missing+=("R packages reticulate/jsonlite/testthat/dplyr")
   fi
   [ -f "$(R RHOME)/include/R.h" ] || [ -f /usr/share/R/include/R.h ] || missing+=("R headers (r-base-dev)")
 fi
