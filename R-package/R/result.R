@@ -66,7 +66,7 @@ use_colour <- function() {
 format.rcompat_result <- function(x, width = 80, colour = FALSE, verbose = FALSE, ...) {
   command <- attr(x, "command")
   title <- paste("rcompat", if (is.null(command) || !nzchar(command)) "result" else command)
-  if (!inherits(x, "rcompat_findings") || !all(c("id", "status", "title") %in% names(x))) {
+  if (!inherits(x, "rcompat_findings") || !all(c("id", "area", "status", "title") %in% names(x))) {
     plain <- as.data.frame(x)
     body <- if (nrow(plain)) utils::capture.output(print(plain, right = FALSE)) else
       paste0("(no rows; columns: ", paste(names(plain), collapse = ", "), ")")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import itertools
 import json
 import os
 import tempfile
@@ -126,6 +127,8 @@ def ci_matrix(dimensions: dict, rules: str | None = None, cuda_tables: str | Non
     rows = [{**cell, "run": True, "reason": ""} for cell in plan.include]
     rows += [{**e.cell, "run": False, "reason": "; ".join(f"{r.get('id')}: {r.get('reason')}" for r in e.reasons)}
              for e in plan.excluded]
+    order = {cell: i for i, cell in enumerate(itertools.product(*(plan.dimensions[k] for k in columns)))}
+    rows.sort(key=lambda row: order.get(tuple(row[k] for k in columns), len(order)))  # the product's order
     facts = {k: v for k, v in plan.to_dict().items() if k != "include"}
     return table(rows, columns + ["run", "reason"], types={"run": "logical"}, facts=facts, command="ci matrix")
 

@@ -83,6 +83,7 @@ test_that("ci_matrix() returns every cell with run and reason; excluded cells sa
   m <- ci_matrix(r = c("4.4", "4.5"), torch = c("0.11.1", "0.13.0"), cuda = "cpu", min_confidence = "unverified")
   expect_identical(names(m), c("r", "torch", "cuda", "run", "reason"))
   expect_identical(nrow(m), 4L)
+  expect_identical(paste(m$r, m$torch), c("4.4 0.11.1", "4.4 0.13.0", "4.5 0.11.1", "4.5 0.13.0"))
   gone <- m[!m$run, ]
   expect_identical(gone$r, "4.5")
   expect_identical(gone$torch, "0.11.1")

@@ -74,3 +74,10 @@ test_that("the CLI options of fleet/model/soak are built from named arguments", 
   expect_identical(rcompat:::cli_options(list(device = "cuda", strict = TRUE, quiet = FALSE, min_nodes = 2)),
                    c("--device", "cuda", "--strict", "--min-nodes", "2"))
 })
+
+test_that("findings cut to a few columns print as a table of those columns", {
+  x <- rcompat:::as_result(findings_doc(c("ok", "fail")))
+  out <- format(x[, c("id", "status")], colour = FALSE)
+  expect_identical(out[1], "rcompat doctor")
+  expect_match(out[3], "^  id +status")
+})
