@@ -20,25 +20,12 @@ options grow.
 from __future__ import annotations
 
 import json
-from typing import Any, Callable
+from typing import Callable
 
 from rcompat.tools.from_r_calls import CALLS
-_HOST_FACTS: dict[str, Any] | None = None
+from rcompat.tools.from_r_host import host_facts, set_host_facts
 
-
-def set_host_facts(facts_json: str) -> dict[str, Any]:
-    """Record the R host's facts (JSON from the R package) for this Python; returns them parsed."""
-    global _HOST_FACTS
-    facts = json.loads(facts_json) if facts_json else {}
-    if not isinstance(facts, dict):
-        raise ValueError("host facts must be a JSON object")
-    _HOST_FACTS = facts
-    return facts
-
-
-def host_facts() -> dict[str, Any] | None:
-    """The R host's facts when rcompat runs inside R (set by the R package), else None."""
-    return _HOST_FACTS
+__all__ = ["call", "host_facts", "host_is_r", "set_host_facts"]
 
 
 def host_is_r() -> bool:
@@ -61,6 +48,12 @@ def call(name: str, args_json: str = "{}") -> str:
         if not isinstance(kwargs, dict):
             raise ValueError("the arguments must be a JSON object")
         return function(**{k: v for k, v in kwargs.items() if v is not None})
+    except ImportError as exc:  # an optional package (pandas, torch) this call needs
+        import sys
+
+        return json.dumps({"error": f"{name}() needs the Python package {exc.name or exc}, not installed in "
+                                    f"rcompat's Python ({sys.executable}): pip install it there, or rerun "
+                                    "rcompat::install_rcompat()"})
     except (RcompatError, OSError, ValueError, TypeError) as exc:
         return json.dumps({"error": _one_line(exc)})
     except KeyboardInterrupt:

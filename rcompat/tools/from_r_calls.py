@@ -36,7 +36,7 @@ def lock_check(path: str, rules: str | None = None) -> str:
 
 def snapshot_save(path: str) -> str:
     from rcompat.tools import snapshot
-    from rcompat.tools.from_r import host_facts
+    from rcompat.tools.from_r_host import host_facts
 
     snap = snapshot.collect(host_r=host_facts())  # the R section reads its version, platform, packages
     snapshot.save(path, snap)
@@ -186,7 +186,7 @@ def _as_list(value: Any) -> list | None:
 def _add_host_r_version(report: Any) -> None:
     """When the R area could not name the version (engine missing or failed), the host R knows it."""
     from rcompat.model import Finding, Status
-    from rcompat.tools.from_r import host_facts
+    from rcompat.tools.from_r_host import host_facts
 
     facts = host_facts()
     if not facts or not facts.get("version"):

@@ -10,12 +10,17 @@ NOTES_DOC = REPO / "docs" / "from-r.md"
 
 
 def problems(log: str) -> dict[str, list[str]]:
-    """{"ERROR": [check, …], "WARNING": […], "NOTE": […]}: the checks that ended with each verdict."""
+    """{"ERROR": [check, …], "WARNING": […], "NOTE": […]}: the checks that ended with each verdict, at
+    the end of the `* checking … ...` line or on a line of its own after the check's output."""
     found: dict[str, list[str]] = {"ERROR": [], "WARNING": [], "NOTE": []}
-    for match in re.finditer(r"^\* checking (.+?) \.\.\.(?:.|\n)*?(ERROR|WARNING|NOTE)$", log, re.M):
-        check, verdict = match.group(1), match.group(2)
-        if "\n* " not in match.group(0)[2:]:  # the verdict belongs to this check, not a later one
-            found[verdict].append(check)
+    check = None
+    for line in log.splitlines():
+        started = re.match(r"\* checking (.+?) \.\.\.", line)
+        if started:
+            check = started.group(1)
+        verdict = re.search(r"(?:^|\.\.\.| )(ERROR|WARNING|NOTE)$", line)
+        if check and verdict and (started or line.strip() == verdict.group(1)):
+            found[verdict.group(1)].append(check)
     return found
 
 

@@ -117,6 +117,35 @@ def test_dplyr_verbs_keep_the_result_a_data_frame(checked, rscript, tmp_path):
     assert run.stdout.split() == ["3", "TRUE", "4.5"], run.stdout + run.stderr
 
 
+def test_the_check_log_reader_sees_each_verdict():
+    """The ERROR/WARNING/NOTE reader the two check tests rest on: a verdict at the end of a check's line,
+    or alone on a line after its output, belongs to that check; an OK after a warning is no verdict."""
+    log = ("* checking package dependencies ...Warning: unable to access index\n OK\n"
+           "* checking examples ... ERROR\nRunning examples in 'rcompat-Ex.R' failed\n"
+           "* checking Rd files ... NOTE\nprepare_Rd: x.Rd\n* checking tests ...\n  Running 'testthat.R'\n ERROR\n"
+           "* checking whatever ... WARNING\n* checking R code for possible problems ... OK\n")
+    assert _rcheck.problems(log) == {"ERROR": ["examples", "tests"], "WARNING": ["whatever"], "NOTE": ["Rd files"]}
+
+
+def test_a_missing_optional_python_package_is_one_line_naming_it(monkeypatch):
+    import builtins
+    import json
+
+    from rcompat.tools import from_r
+
+    real_import = builtins.__import__
+
+    def without_pandas(name, *args, **kwargs):
+        if name == "pandas" or name.startswith("pandas."):
+            raise ModuleNotFoundError("No module named 'pandas'", name="pandas")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", without_pandas)
+    lib = Path(sys.executable).resolve()  # any ELF file: abi_diff builds its frame with pandas
+    answer = json.loads(from_r.call("abi_diff", json.dumps({"old": str(lib), "new": str(lib)})))
+    assert answer["error"].startswith("abi_diff() needs the Python package pandas"), answer
+
+
 def test_the_python_package_works_without_r(tmp_path):
     """rcompat's CLI and from_r bridge import and answer with no R on PATH."""
     env = {k: v for k, v in os.environ.items() if k not in ("R_HOME", "RCOMPAT_HOST_PID")}
