@@ -66,6 +66,7 @@ def checked(rscript, tmp_path_factory) -> dict:
             "output": check.stdout + check.stderr, "rcheck": work / "rcompat.Rcheck"}
 
 
+@pytest.mark.slow
 def test_r_cmd_check_has_no_error_and_no_warning(checked):
     found = _rcheck.problems(checked["log"])
     testout = checked["rcheck"] / "tests" / "testthat.Rout.fail"
@@ -75,11 +76,13 @@ def test_r_cmd_check_has_no_error_and_no_warning(checked):
     assert "* checking tests ..." in checked["log"] and "* checking examples ... OK" in checked["log"]
 
 
+@pytest.mark.slow
 def test_every_note_is_explained_in_the_docs(checked):
     unexplained = set(_rcheck.problems(checked["log"])["NOTE"]) - _rcheck.explained_notes()
     assert not unexplained, f"NOTEs not explained in docs/from-r.md: {unexplained}"
 
 
+@pytest.mark.slow
 def test_the_testthat_suite_ran_against_rcompat_not_skipped(checked):
     """The Python tests ran (RCOMPAT_PYTHON named this runner's Python), not skipped for want of one."""
     out = (checked["rcheck"] / "tests" / "testthat.Rout").read_text()
@@ -91,6 +94,7 @@ def test_the_testthat_suite_ran_against_rcompat_not_skipped(checked):
     assert skipped <= 8, out[-2000:]  # fleet/model/soak until they land, torch-only cases without torch
 
 
+@pytest.mark.slow
 def test_installs_from_the_tarball_and_from_the_checkout(checked, rscript, tmp_path):
     """R CMD check installed the tarball (into rcompat.Rcheck); R CMD INSTALL of the folder here."""
     lib = tmp_path / "lib"
@@ -106,6 +110,7 @@ def test_installs_from_the_tarball_and_from_the_checkout(checked, rscript, tmp_p
     assert not list(_rcheck.PACKAGE.glob("**/*.o")) and not (_rcheck.PACKAGE / "rcompat.Rcheck").exists()
 
 
+@pytest.mark.slow
 def test_dplyr_verbs_keep_the_result_a_data_frame(checked, rscript, tmp_path):
     _needs_r_packages(rscript, "dplyr")
     lib = checked["rcheck"]
@@ -156,3 +161,28 @@ def test_the_python_package_works_without_r(tmp_path):
                          timeout=60)
     assert run.stdout.strip() == "EXPLAIN-NO-MATCH", run.stdout + run.stderr
     assert not shutil.which("R", path=env["PATH"])
+
+
+@pytest.mark.slow
+def test_install_rcompat_makes_the_virtualenv_the_package_then_uses(checked, rscript, tmp_path, wheel_builder):
+    """install_rcompat(wheel) creates a virtualenv with reticulate's functions and installs the wheel
+    (offline: --no-index --no-deps); a fresh R with neither RCOMPAT_PYTHON nor RETICULATE_PYTHON then
+    finds it as rcompat's own virtualenv and calls rcompat there."""
+    wheel = wheel_builder(tmp_path / "wheel")
+    venv = tmp_path / "r-rcompat"
+    base_python = Path(sys.executable).resolve()
+    env = _env(tmp_path, RCOMPAT_VENV=str(venv))
+    env.pop("RCOMPAT_PYTHON")
+    install = subprocess.run(
+        [rscript, "-e", f'rcompat::install_rcompat("{wheel}", python = "{base_python}", extras = character(), '
+                        'pip_options = c("--no-index", "--no-deps"))'],
+        capture_output=True, text=True, timeout=300, env={**env, "R_LIBS": str(checked["rcheck"])}, cwd=tmp_path)
+    assert install.returncode == 0, install.stdout + install.stderr
+    assert "the next rcompat call uses it" in install.stderr
+    listed = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "list", "--format", "freeze"],
+                            capture_output=True, text=True)
+    assert "rcompat==" in listed.stdout, listed.stdout + listed.stderr
+    use = subprocess.run(
+        [rscript, "-e", 'library(rcompat); x <- explain("all good"); cat(rcompat_python(), x$id, "\\n")'],
+        capture_output=True, text=True, timeout=120, env={**env, "R_LIBS": str(checked["rcheck"])}, cwd=tmp_path)
+    assert use.stdout.split() == [str(venv / "bin" / "python"), "EXPLAIN-NO-MATCH"], use.stdout + use.stderr
