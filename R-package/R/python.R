@@ -114,12 +114,12 @@ bridge <- function() {
     no_python(c(choice$tried, sprintf("%s (%s): no such file", choice$python, choice$via)))
   }
   Sys.setenv(RCOMPAT_HOST_PID = Sys.getpid())
-  if (isTRUE(choice$set)) {  # only while Python starts: the user's environment is left as it was
-    old <- Sys.getenv("RETICULATE_PYTHON", unset = NA)
-    Sys.setenv(RETICULATE_PYTHON = choice$python)
-    on.exit(if (is.na(old)) Sys.unsetenv("RETICULATE_PYTHON") else Sys.setenv(RETICULATE_PYTHON = old),
-            add = TRUE)
-  }
+  old <- Sys.getenv("RETICULATE_PYTHON", unset = NA)
+  # only while Python starts, and put back after: rcompat's choice, and an empty RETICULATE_PYTHON
+  # (which reticulate takes for a Python named "") unset
+  if (isTRUE(choice$set)) Sys.setenv(RETICULATE_PYTHON = choice$python)
+  else if (identical(old, "")) Sys.unsetenv("RETICULATE_PYTHON")
+  on.exit(if (is.na(old)) Sys.unsetenv("RETICULATE_PYTHON") else Sys.setenv(RETICULATE_PYTHON = old), add = TRUE)
   module <- tryCatch(import_bridge(), error = function(e) {
     no_python(c(choice$tried, sprintf("%s (%s): %s", choice$python, choice$via, first_line(conditionMessage(e)))),
               running = if (running) choice$python else NULL)

@@ -68,6 +68,8 @@ format.rcompat_result <- function(x, width = 80, colour = FALSE, verbose = FALSE
   title <- paste("rcompat", if (is.null(command) || !nzchar(command)) "result" else command)
   if (!inherits(x, "rcompat_findings") || !all(c("id", "area", "status", "title") %in% names(x))) {
     plain <- as.data.frame(x)
+    old <- options(width = width)
+    on.exit(options(old), add = TRUE)
     body <- if (nrow(plain)) utils::capture.output(print(plain, right = FALSE)) else
       paste0("(no rows; columns: ", paste(names(plain), collapse = ", "), ")")
     return(c(title, "", body))

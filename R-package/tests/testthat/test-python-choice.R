@@ -49,3 +49,15 @@ test_that("a Python named by RCOMPAT_PYTHON that does not exist is said so", {
   expect_match(paste(got$output, collapse = "\n"), "/nonexistent/bin/python (RCOMPAT_PYTHON): no such file",
                fixed = TRUE)
 })
+
+test_that("a use_python() made after library(rcompat) wins over RCOMPAT_PYTHON", {
+  python <- Sys.getenv("RCOMPAT_PYTHON")
+  skip_if(!nzchar(python) || !file.exists(python), "RCOMPAT_PYTHON does not name a Python with rcompat")
+  got <- run_r(c("library(rcompat)",
+                 sprintf("reticulate::use_python('%s', required = TRUE)", python),
+                 "x <- explain('all good')",
+                 "cat('used:', rcompat_python(), x$id, '\\n')"),
+               env = c("RCOMPAT_PYTHON=/nonexistent/bin/python", "RETICULATE_PYTHON="))
+  expect_true(any(grepl(paste("used:", python, "EXPLAIN-NO-MATCH"), got$output, fixed = TRUE)),
+              info = paste(got$output, collapse = "\n"))
+})
