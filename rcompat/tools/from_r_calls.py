@@ -135,7 +135,8 @@ def ci_matrix(dimensions: dict, rules: str | None = None, cuda_tables: str | Non
 
 def cli_report(argv: list) -> str:
     """`rcompat ARGV --format json -o TMP` through the CLI's own main (stdout and stderr kept from R's
-    console); the report's findings as a table, or its last stderr line as the error (exit 2)."""
+    console); the report's findings as a table (or the rows of a document that is not a report), or its
+    last stderr line as the error (exit 2)."""
     from rcompat.cli.main import main
 
     argv = [str(a) for a in argv]
@@ -149,8 +150,15 @@ def cli_report(argv: list) -> str:
             raise ValueError(lines[-1] if lines else f"rcompat {' '.join(argv)} exited {code}")
         with open(out, encoding="utf-8") as handle:  # our own temp file, just written by rcompat
             doc = json.load(handle)
-    return findings_table(doc.get("findings", []), facts=doc.get("facts"), command=doc.get("command", ""),
-                          exit_code=code)
+    if "findings" in doc:  # a Report (docs/report-schema.md)
+        return findings_table(doc["findings"], facts=doc.get("facts"), command=doc.get("command", ""),
+                              exit_code=code)
+    # another document (`model inspect`: {"models": [...]}): its list of records, one row each
+    key = next((k for k, v in doc.items() if isinstance(v, list) and v and all(isinstance(r, dict) for r in v)), None)
+    rows = doc[key] if key else []
+    columns = list(dict.fromkeys(column for row in rows for column in row))
+    facts = {k: v for k, v in doc.items() if k not in ("schema_version", "tool")}
+    return table(rows, columns, facts=facts, command=doc.get("command", ""), exit_code=code)
 
 
 def has_command(words: Any) -> str:

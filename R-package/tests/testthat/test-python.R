@@ -161,3 +161,16 @@ for (cmd in list(c("model", "inspect"), c("model", "check"), "soak")) local({
     expect_error(run(), "^rcompat: ")
   })
 })
+
+test_that("model_inspect() reads a torch.save() file through the CLI, where this rcompat has it", {
+  skip_if_not(rcompat_has_command("model", "inspect"), "no `rcompat model inspect` in this rcompat yet")
+  skip_if_not(reticulate::py_module_available("torch"), "torch not installed in rcompat's Python")
+  path <- file.path(tempdir(), "weights.pt")
+  torch <- reticulate::import("torch")
+  torch$save(reticulate::dict(w = torch$zeros(2L)), path)
+  df <- model_inspect(path)
+  expect_s3_class(df, "rcompat_result")
+  expect_identical(nrow(df), 1L)
+  expect_identical(normalizePath(df$path), normalizePath(path))
+  expect_identical(attr(df, "command"), "model inspect")
+})
