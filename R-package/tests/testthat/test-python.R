@@ -174,3 +174,12 @@ test_that("model_inspect() reads a torch.save() file through the CLI, where this
   expect_identical(normalizePath(df$path), normalizePath(path))
   expect_identical(attr(df, "command"), "model inspect")
 })
+
+test_that("soak() runs a short soak through the CLI, where this rcompat has it", {
+  skip_if_not(rcompat_has_command("soak"), "no `rcompat soak` in this rcompat yet")
+  skip_if_not(reticulate::py_module_available("torch"), "torch not installed in rcompat's Python")
+  df <- soak(iterations = 12, warmups = 1, quiet = TRUE)
+  expect_identical(names(df), rcompat:::finding_columns)
+  expect_true("SOAK-RUN" %in% df$id)
+  expect_identical(attr(df, "command"), "soak")
+})
