@@ -7,7 +7,7 @@
 # run instead, then exits 0; the tests that need what is missing skip and say so.
 set -uo pipefail
 
-APT_PACKAGES=(r-base-core r-base-dev r-cran-reticulate r-cran-jsonlite r-cran-testthat
+APT_PACKAGES=(r-base-core r-base-dev r-cran-reticulate r-cran-jsonlite r-cran-testthat r-cran-dplyr
               abigail-tools binutils gcc libc6-dev make debootstrap locales
               slurmctld slurmd slurm-client munge prometheus-node-exporter chromium
               podman skopeo zstd)
@@ -38,9 +38,9 @@ for cmd in Rscript R gcc nm readelf abidiff debootstrap slurmctld slurmd srun mu
   command -v "$cmd" >/dev/null 2>&1 || [ -x "/usr/sbin/$cmd" ] || missing+=("$cmd (${WHY[$cmd]})")
 done
 if command -v Rscript >/dev/null 2>&1; then
-  if ! Rscript -e 'q(status = !all(sapply(c("reticulate", "jsonlite", "testthat"), requireNamespace, quietly = TRUE)))' \
+  if ! Rscript -e 'q(status = !all(sapply(c("reticulate", "jsonlite", "testthat", "dplyr"), requireNamespace, quietly = TRUE)))' \
        >/dev/null 2>&1; then
-    missing+=("R packages reticulate/jsonlite/testthat (reticulate's probes, the R front door's tests)")
+    missing+=("R packages reticulate/jsonlite/testthat/dplyr (reticulate's probes, the R package's tests)")
   fi
   [ -f "$(R RHOME)/include/R.h" ] || [ -f /usr/share/R/include/R.h ] || missing+=("R headers (r-base-dev: building rpy2 and the fixture packages)")
 fi

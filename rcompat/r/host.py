@@ -88,10 +88,10 @@ def r_host(maps_path: str = "/proc/self/maps", exe_path: str = "/proc/self/exe")
         pass
     if exe in R_EXECUTABLES:
         return RHost(True, True, f"this process's executable is {exe}")
-    # rcompat/r_scripts/rcompat.R names its own pid before reticulate starts Python in that very process; a
+    # the R package (R-package/R/python.R) names its own pid before reticulate starts Python in that very process; a
     # pid, unlike a plain flag, is not true in the children R starts (they inherit the environment).
     if os.environ.get(HOST_PID_VARIABLE) == str(os.getpid()):
-        return RHost(True, True, f"{HOST_PID_VARIABLE} names this process (set by rcompat.R)")
+        return RHost(True, True, f"{HOST_PID_VARIABLE} names this process (set by the rcompat R package)")
     lib_r = _mapped_lib_r(maps_path)
     if lib_r is None:
         return RHost(False, False, "libR is not loaded in this process")

@@ -32,12 +32,15 @@ def _yaml_blocks(text: str) -> list[str]:
 
 
 def documented_workflows() -> list[str]:
-    """docs/ci.md's workflow, and again with each step snippet the page adds to it, where it says."""
-    workflow, *snippets = _yaml_blocks(DOC.read_text())
+    """docs/ci.md's workflow, and again with each step snippet the page adds to it, where it says; then
+    every other whole workflow (a yaml block starting with `name:`, such as the R CMD check one)."""
+    workflow, *rest = _yaml_blocks(DOC.read_text())
     assert workflow.startswith("name:"), "docs/ci.md's first yaml block is the workflow"
+    snippets = [block for block in rest if not block.startswith("name:")]
+    others = [block for block in rest if block.startswith("name:")]
     anchor = "          path: rcompat-junit.xml\n"
     assert anchor in workflow
-    return [workflow] + [workflow.replace(anchor, anchor + snippet) for snippet in snippets]
+    return [workflow] + [workflow.replace(anchor, anchor + snippet) for snippet in snippets] + others
 
 
 def test_the_documented_workflows_pass_actionlint(tmp_path):
@@ -66,6 +69,12 @@ def test_the_linter_finds_a_broken_workflow(tmp_path):
     run = subprocess.run(linter + [str(path)], capture_output=True, text=True, timeout=120,
                          env={**os.environ, "NODE_PATH": str(NODE_MODULES)})
     assert run.returncode == 1 and "plna" in run.stdout
+
+
+def test_the_r_cmd_check_workflow_plans_with_ci_matrix_and_checks_each_cell():
+    workflow = next(w for w in documented_workflows() if w.startswith("name: R-CMD-check with rcompat"))
+    assert "rcompat::ci_matrix(" in workflow and "subset(m, run" in workflow
+    assert "r-lib/actions/check-r-package@v2" in workflow and "fromJSON(needs.plan.outputs.matrix)" in workflow
 
 
 def test_the_workflow_installs_rpy2_by_rcompats_table():

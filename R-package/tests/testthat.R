@@ -1,0 +1,4 @@
+library(testthat)
+library(rcompat)
+
+test_check("rcompat")
