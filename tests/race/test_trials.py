@@ -199,6 +199,8 @@ def test_cli_json_and_errors(cli, r_and_torch, tmp_path):
 
 @pytest.mark.gpu
 @pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch not installed")
+@pytest.mark.skipif(importlib.util.find_spec("rpy2") is None,
+                    reason="rpy2 not installed: the trial embeds R (seen on a GPU machine without R)")
 def test_cuda_serialized_pins_the_context_and_sees_no_switch():
     import torch
 
