@@ -15,20 +15,29 @@ from rcompat.model import Finding
 doctor = importlib.import_module("rcompat.areas")  # the module, not the rcompat.doctor() function
 
 
+def _two_findings(name: str, shared) -> list:
+    return [Finding(id=f"{name.upper()}-1", area=name, status="ok", title=f"{name} first",
+                    evidence={"shared_by": shared}),
+            Finding(id=f"{name.upper()}-2", area=name, status="ok", title=f"{name} second")]
+
+
+def _register_area(monkeypatch, name: str, check) -> None:
+    """`check` as the only check of a doctor area `name` (a module made here, removed after the test)."""
+    module = types.ModuleType(f"rcompat_fake_{name}")
+    module.CHECKS = [check]
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    monkeypatch.setitem(doctor.AREA_MODULES, name, module.__name__)
+
+
 def _fake_area(monkeypatch, name: str, delay: float, log: list):
     def check(ctx):
         log.append((name, "start", time.monotonic()))
         time.sleep(delay)
         shared = ctx.memo("shared", lambda: (time.sleep(0.2), threading.get_ident())[1])
         log.append((name, "end", time.monotonic()))
-        yield Finding(id=f"{name.upper()}-1", area=name, status="ok", title=f"{name} first",
-                      evidence={"shared_by": shared})
-        yield Finding(id=f"{name.upper()}-2", area=name, status="ok", title=f"{name} second")
+        yield from _two_findings(name, shared)
 
-    module = types.ModuleType(f"rcompat_fake_{name}")
-    module.CHECKS = [check]
-    monkeypatch.setitem(sys.modules, module.__name__, module)
-    monkeypatch.setitem(doctor.AREA_MODULES, name, module.__name__)
+    _register_area(monkeypatch, name, check)
 
 
 def _waiting_area(monkeypatch, name: str, waits_for: list, ended: dict, saw_others_end: dict):
@@ -42,14 +51,9 @@ def _waiting_area(monkeypatch, name: str, waits_for: list, ended: dict, saw_othe
         saw_others_end[name] = all(ended[other].wait(timeout=ended["wait_s"]) for other in waits_for)
         shared = ctx.memo("shared", threading.get_ident)
         ended[name].set()
-        yield Finding(id=f"{name.upper()}-1", area=name, status="ok", title=f"{name} first",
-                      evidence={"shared_by": shared})
-        yield Finding(id=f"{name.upper()}-2", area=name, status="ok", title=f"{name} second")
+        yield from _two_findings(name, shared)
 
-    module = types.ModuleType(f"rcompat_fake_{name}")
-    module.CHECKS = [check]
-    monkeypatch.setitem(sys.modules, module.__name__, module)
-    monkeypatch.setitem(doctor.AREA_MODULES, name, module.__name__)
+    _register_area(monkeypatch, name, check)
 
 
 def test_concurrent_areas_overlap_and_keep_the_report_order(monkeypatch):
