@@ -50,7 +50,8 @@ def test_cuda_and_race_share_the_trial_childs_torch(r_and_torch, started, tmp_pa
 def test_without_the_race_area_the_torch_child_runs(r_and_torch, started, tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     report = doctor.run_doctor(["cuda"], use_cache=False)
-    assert started == ["rcompat.cuda.torch_child"]
+    # the NVML child (issue 30) imports no torch: only the torch child's start counts here
+    assert started.count("rcompat.cuda.torch_child") == 1, started
     assert report.facts["cuda"]["torch"]["status"] == "ok"
 
 

@@ -14,15 +14,23 @@ import os
 import shutil
 import subprocess
 import tarfile
+import zlib
 from pathlib import Path
 
 FORMATS = ("docker-archive", "oci-archive", "oci-dir", "docker-dir")  # podman save --format
 
 
+def runroot_for(top: Path) -> Path:
+    """Podman's run root for the storage under `top`: podman refuses one longer than 50 characters, and
+    pytest-xdist's temporary directories (…/pytest-N/popen-gwK/podmanM) are longer, so it lives in a
+    short directory of its own, named after `top` (the same storage, the same run root)."""
+    return Path("/tmp") / f"rcompat-podman-{zlib.crc32(str(top).encode()):08x}"
+
+
 class Podman:
     def __init__(self, top: Path) -> None:
         self.top = top
-        self.base = ["podman", "--root", str(top / "storage"), "--runroot", str(top / "run"),
+        self.base = ["podman", "--root", str(top / "storage"), "--runroot", str(runroot_for(top)),
                      "--storage-driver", "vfs", "--cgroup-manager", "cgroupfs", "--events-backend", "file"]
 
     def __call__(self, *args: str, cwd: "Path | None" = None) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -26,7 +27,8 @@ def real(tmp_path_factory, load_helper, gcc):
     reason = helper.unusable_reason(top)
     if reason:
         pytest.skip(reason)
-    return helper, helper.build_images(top, gcc, REPO / "fixtures/elf")
+    yield helper, helper.build_images(top, gcc, REPO / "fixtures/elf")
+    shutil.rmtree(helper.runroot_for(top), ignore_errors=True)
 
 
 def _findings(report) -> list[tuple]:
