@@ -1,5 +1,5 @@
 """What the R package can call (rcompat.tools.from_r.call): each function takes JSON-decoded keyword
-arguments and returns one JSON table (rcompat.tools.from_r_tables). Engines are imported when called."""
+arguments and returns one JSON table (rcompat.tools.from_r.tables). Engines are imported when called."""
 from __future__ import annotations
 
 import contextlib
@@ -10,7 +10,7 @@ import os
 import tempfile
 from typing import Any, Callable
 
-from rcompat.tools.from_r_tables import findings_table, frame_table, report_table, table
+from rcompat.tools.from_r.tables import findings_table, frame_table, report_table, table
 
 
 def doctor(areas: Any = None, timeout: float | None = None) -> str:
@@ -36,7 +36,7 @@ def lock_check(path: str, rules: str | None = None) -> str:
 
 def snapshot_save(path: str) -> str:
     from rcompat.tools import snapshot
-    from rcompat.tools.from_r_host import host_facts
+    from rcompat.tools.from_r.host import host_facts
 
     snap = snapshot.collect(host_r=host_facts())  # the R section reads its version, platform, packages
     snapshot.save(path, snap)
@@ -194,7 +194,7 @@ def _as_list(value: Any) -> list | None:
 def _add_host_r_version(report: Any) -> None:
     """When the R area could not name the version (engine missing or failed), the host R knows it."""
     from rcompat.model import Finding, Status
-    from rcompat.tools.from_r_host import host_facts
+    from rcompat.tools.from_r.host import host_facts
 
     facts = host_facts()
     if not facts or not facts.get("version"):

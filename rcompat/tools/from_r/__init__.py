@@ -22,8 +22,8 @@ from __future__ import annotations
 import json
 from typing import Callable
 
-from rcompat.tools.from_r_calls import CALLS
-from rcompat.tools.from_r_host import host_facts, set_host_facts
+from rcompat.tools.from_r.calls import CALLS
+from rcompat.tools.from_r.host import host_facts, set_host_facts
 
 __all__ = ["call", "host_facts", "host_is_r", "set_host_facts"]
 
