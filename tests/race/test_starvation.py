@@ -95,7 +95,11 @@ def test_a_trial_stopped_until_the_limit_is_starved_with_the_load_as_remedy(r_an
 
 
 def _busy_loops(n: int, cpu: int) -> list[subprocess.Popen]:
-    loops = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
+    # Each loop in a session of its own: with the kernel's autogroup scheduling (on by default) CPU time
+    # is shared between sessions first, so loops sharing the test's session would together get the
+    # same share as the trial (which runs in a session of its own) however many there are.
+    loops = [subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True)
+             for _ in range(n)]
     for p in loops:
         os.sched_setaffinity(p.pid, {cpu})
     return loops
@@ -124,7 +128,8 @@ def test_a_trial_sharing_its_cpu_with_busy_loops_is_not_a_hang(r_and_torch, surv
     scaled to the trial, not to the machine: a first trial alone on one CPU measures the CPU time it
     needs (R and torch start-up: about 0.8 s on one machine, 2.5 s on another), then enough busy loops
     share that CPU with the second trial that its fair share needs at least three timeouts of wall time
-    (on one CPU, with n loops, wall time >= (n + 1) x CPU time). The kernel's counters (schedstat run
+    (on one CPU, with n loops each in a session of its own, wall time is about (n + 1) x CPU time),
+    doubled while the counters do not show it. The kernel's counters (schedstat run
     delay) must show that it waited for the CPU, which is what the watchdog has to tell from a hang.
     The timeout stays at 4 s, so the watchdog's window (a quarter of it) is the one real runs get."""
     cpu = min(os.sched_getaffinity(0))
@@ -135,8 +140,12 @@ def test_a_trial_sharing_its_cpu_with_busy_loops_is_not_a_hang(r_and_torch, surv
     assert needs_cpu_s > 0, calibration.usage
     timeout = 4.0
     loops = max(3, math.ceil(3 * timeout / needs_cpu_s) - 1)
-    result = _trial_on_one_cpu(cpu, busy_loops=loops, timeout=timeout)
-    (trial,) = result.trials
+    for _ in range(3):  # more load until the kernel's counters show the contention (a scheduler may share otherwise)
+        result = _trial_on_one_cpu(cpu, busy_loops=loops, timeout=timeout)
+        (trial,) = result.trials
+        if trial.duration_s > timeout and trial.usage["waited_s"] > trial.usage["cpu_s"] / 2:
+            break
+        loops *= 2
     findings = {f.id: f for f in result.to_findings()}
     assert "RACE-HANG" not in findings, findings["RACE-HANG"].message
     assert trial.outcome in ("ok", "starved"), trial.failures
