@@ -10,7 +10,10 @@ up to `limit_factor` times the timeout; otherwise it is a hang. A child still al
 "starved" when it spent more time waiting for a CPU (or stopped) than running, else "busy" (a
 livelock, or more work than the timeout allows).
 
-Sources: /proc/PID/stat fields 3 (state), 12 (major faults) and 14-15 (utime, stime of all the
+Everything is summed over the child's session (it starts in one of its own): a child asleep in wait()
+for a grandchild that works, or that waits for a CPU, is making progress.
+
+Sources: /proc/PID/stat fields 3 (state), 6 (session), 12 (major faults) and 14-15 (utime, stime of all the
 process's threads, in clock ticks), /proc/PID/io (rchar, wchar, read_bytes) and
 /proc/PID/task/TID/schedstat (time on a CPU, time runnable but waiting in the run queue, in ns):
 proc(5) and the kernel's Documentation/scheduler/sched-stats.rst. Measured: a trial child resumed
@@ -62,6 +65,7 @@ class Watch:
     _waited_s: float = 0.0
     _stopped_s: float = 0.0
     _blocked_s: float = 0.0
+    _cpu_s: float = 0.0
     _last_t: float | None = None
 
     def sample(self, elapsed: float) -> None:
@@ -69,6 +73,17 @@ class Watch:
         if stat is None:  # ended between two looks: communicate() sees it next
             return
         state, cpu_s, major_faults = stat
+        members = _session_members(self.pid)
+        # The child's whole session counts: a child waiting (asleep) for a grandchild that is starved
+        # of CPU is not hung (seen: a trial at 0.2 s of CPU, asleep, under a CPU hog on every core).
+        # CPU time is kept from falling when a member ends before its parent has reaped it.
+        for member in members:
+            other = _read_stat(member)
+            if other is not None:
+                cpu_s += other[1]
+                major_faults += other[2]
+                state = "D" if other[0] == "D" else state
+        cpu_s = self._cpu_s = max(cpu_s, self._cpu_s)
         if self._last_t is not None and state in ("T", "t"):
             self._stopped_s += elapsed - self._last_t
         if self._last_t is not None and state == "D":
@@ -77,16 +92,17 @@ class Watch:
             # its read and fault counters grow only when the read completes.
             self._blocked_s += elapsed - self._last_t
         self._last_t = elapsed
-        self._waited_s += self._run_queue_wait_since_last()
+        self._waited_s += self._run_queue_wait_since_last([self.pid, *members])
         self.samples.append(_Sample(elapsed, cpu_s, self._waited_s, self._stopped_s,
                                     major_faults + _io_bytes(self.pid), self._blocked_s))
 
-    def _run_queue_wait_since_last(self) -> float:
-        """New run-queue wait of the process's threads; a thread that ended keeps what it had."""
+    def _run_queue_wait_since_last(self, pids: list[int]) -> float:
+        """New run-queue wait of the threads of `pids`; a thread that ended keeps what it had."""
         grown = 0.0
-        for tid, wait_ns in _task_run_delays(self.pid).items():
-            grown += max(0, wait_ns - self._task_waits.get(tid, 0)) / 1e9
-            self._task_waits[tid] = wait_ns
+        for pid in pids:
+            for tid, wait_ns in _task_run_delays(pid).items():
+                grown += max(0, wait_ns - self._task_waits.get(tid, 0)) / 1e9
+                self._task_waits[tid] = wait_ns
         return grown
 
     def judge(self, elapsed: float) -> str | None:
@@ -131,6 +147,27 @@ def _read_stat(pid: int) -> tuple[str, float, int] | None:
         return fields[0], (int(fields[11]) + int(fields[12])) * _TICK_S, int(fields[9])
     except (IndexError, ValueError):
         return None
+
+
+def _session_members(leader: int) -> list[int]:
+    """The other live processes of the session `leader` leads (children start in a session of their
+    own), read from /proc: field 6 of each stat, counted after the name's last ')'."""
+    members = []
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return members
+    for name in names:
+        if not name.isdigit() or int(name) == leader:
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as fh:
+                text = fh.read()
+            if int(text[text.rfind(b")") + 2:].split()[3]) == leader:
+                members.append(int(name))
+        except (OSError, IndexError, ValueError):
+            continue
+    return members
 
 
 def _io_bytes(pid: int) -> int:

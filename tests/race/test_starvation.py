@@ -177,6 +177,15 @@ def test_a_child_stopped_past_its_timeout_then_resumed_ends_normally():
     assert result.usage["stopped_s"] >= 2
 
 
+def test_a_child_waiting_for_its_working_grandchild_is_not_stalled():
+    """The shell sleeps in wait() while its child burns CPU: the session's work is the child's progress."""
+    busy = "import time; end = time.process_time() + 2.5\nwhile time.process_time() < end: pass"
+    script = f"{sys.executable} -c '{busy}'; echo '{{\"done\": true}}'"
+    result = run_child(["sh", "-c", script], timeout=1, patience=QUICK)
+    assert result.ok and not result.timed_out, result.timeout_reason
+    assert result.records == [{"done": True}] and result.usage["cpu_s"] >= 1.0, result.usage
+
+
 @pytest.mark.parametrize("cpu, waited, stopped, verdict", [
     (9.0, 1.0, 0.0, BUSY),      # ran flat out until the limit: a livelock
     (1.0, 9.0, 0.0, STARVED),   # waited for a CPU most of the time
