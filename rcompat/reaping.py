@@ -38,6 +38,11 @@ def kill_tree(pid: int, pipe_inodes: Iterable[int] = (), reaped: bool = False) -
     return killed
 
 
+def session_members(leader: int) -> list[int]:
+    """The other live processes of the session `leader` leads, read from /proc."""
+    return [other for other in _pids() if other != leader and _session_of(other) == leader]
+
+
 def _pids() -> list[int]:
     try:
         return [int(name) for name in os.listdir("/proc") if name.isdigit()]

@@ -26,6 +26,8 @@ import os
 from collections import deque
 from dataclasses import dataclass, field
 
+from rcompat.reaping import session_members
+
 STALLED, STARVED, BUSY = "stalled", "starved", "busy"
 _TICK_S = 1.0 / os.sysconf("SC_CLK_TCK")
 # Less CPU than this in a window is no progress: a hung serialized trial's main thread still wakes
@@ -73,7 +75,7 @@ class Watch:
         if stat is None:  # ended between two looks: communicate() sees it next
             return
         state, cpu_s, major_faults = stat
-        members = _session_members(self.pid)
+        members = session_members(self.pid)
         # The child's whole session counts: a child waiting (asleep) for a grandchild that is starved
         # of CPU is not hung (seen: a trial at 0.2 s of CPU, asleep, under a CPU hog on every core).
         # CPU time is kept from falling when a member ends before its parent has reaped it.
@@ -147,27 +149,6 @@ def _read_stat(pid: int) -> tuple[str, float, int] | None:
         return fields[0], (int(fields[11]) + int(fields[12])) * _TICK_S, int(fields[9])
     except (IndexError, ValueError):
         return None
-
-
-def _session_members(leader: int) -> list[int]:
-    """The other live processes of the session `leader` leads (children start in a session of their
-    own), read from /proc: field 6 of each stat, counted after the name's last ')'."""
-    members = []
-    try:
-        names = os.listdir("/proc")
-    except OSError:
-        return members
-    for name in names:
-        if not name.isdigit() or int(name) == leader:
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as fh:
-                text = fh.read()
-            if int(text[text.rfind(b")") + 2:].split()[3]) == leader:
-                members.append(int(name))
-        except (OSError, IndexError, ValueError):
-            continue
-    return members
 
 
 def _io_bytes(pid: int) -> int:

@@ -176,25 +176,3 @@ def pytest_collection_modifyitems(config, items):
             if item.get_closest_marker(group):
                 item.add_marker(pytest.mark.xdist_group(group))
                 break
-
-
-def build_once(tmp_path_factory, name: str, build) -> Path:
-    """`build(dir)` once per test run, whatever the number of xdist workers: the first worker to get
-    here builds into a directory they all share (under the run's base temp), the others wait on its
-    lock and reuse it. Without xdist it is a plain session-scoped build."""
-    import fcntl
-    import os
-
-    base = tmp_path_factory.getbasetemp()
-    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
-    target = shared / f"once-{name}"
-    done = shared / f"once-{name}.done"
-    with open(shared / f"once-{name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not done.exists():
-            if target.exists():   # a build that failed half-way in another worker: start again
-                shutil.rmtree(target)
-            target.mkdir()
-            build(target)
-            done.touch()
-    return target
