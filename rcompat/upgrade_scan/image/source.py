@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Iterator
 
 from rcompat.errors import ImageError, UsageError
+from rcompat.standins import StandIns
 from rcompat.upgrade_scan.image.layers import Tally, human_size, merge_layer, read_layer
 from rcompat.upgrade_scan.image.manifest import DirContainer, TarContainer, is_image_dir, read_image
 from rcompat.upgrade_scan.image.safety import RootWriter, is_empty_dir
@@ -53,9 +54,11 @@ class Source:
 
 @contextmanager
 def open_source(spec: str, *, extract: "str | None" = None, progress=None,
-                tmpdir: "str | None" = None) -> Iterator[Source]:
+                tmpdir: "str | None" = None, stand_ins: bool = False) -> Iterator[Source]:
     """The root filesystem `spec` names (see the module doc). `progress`: a rcompat.progress.Progress
-    told about each layer. `tmpdir`: where the temporary root goes (default: $TMPDIR)."""
+    told about each layer. `tmpdir`: where the temporary root goes (default: $TMPDIR). `stand_ins`
+    (not with `extract`): the ELF objects of uncompressed layers stay in the image, the root holds
+    stand-ins that only rcompat.inputs and the ELF reader read through (rcompat/standins.py)."""
     if not spec:
         raise UsageError("an empty path names no root filesystem or image")
     if os.path.normpath(spec) == "/" and "@" not in spec:
@@ -71,22 +74,27 @@ def open_source(spec: str, *, extract: "str | None" = None, progress=None,
         yield Source(os.path.abspath(path), "directory", path)
         return
     container = DirContainer(path) if os.path.isdir(path) else _open_tarball(path)
+    kept = StandIns() if stand_ins and extract is None else None
     try:
         plan = read_image(container, path, selector)
         target, made = _target(extract, tmpdir)
         try:
-            layers, notes = _materialise(plan, path, target, extract is not None, progress)
+            layers, notes = _materialise(plan, path, target, extract is not None, progress, kept)
         except BaseException:
             _discard(target, made)
             raise
         try:
             yield Source(target, plan.kind, plan.label, plan.env, layers, plan.notes + notes)
         finally:
+            if kept is not None:
+                kept.close()
             if extract is None:  # a Ctrl-C during the removal must not leave half the root behind
                 from rcompat.termination import despite_interrupts
 
                 despite_interrupts(shutil.rmtree, target, ignore_errors=True)
     finally:
+        if kept is not None:
+            kept.close()  # again, for a failure before the yield: closing twice is harmless
         container.close()
 
 
@@ -159,7 +167,8 @@ def discard_extracted(target: str, existed: bool) -> None:
         shutil.rmtree(target, ignore_errors=True)
 
 
-def _materialise(plan, path: str, target: str, everything: bool, progress) -> tuple[list[dict], list[str]]:
+def _materialise(plan, path: str, target: str, everything: bool, progress,
+                 stand_ins: "StandIns | None") -> tuple[list[dict], list[str]]:
     """Read the layers in parallel threads (each blob once) and merge them in order as they finish."""
     from concurrent.futures import ThreadPoolExecutor
 
@@ -170,7 +179,7 @@ def _materialise(plan, path: str, target: str, everything: bool, progress) -> tu
     try:
         with RootWriter(target) as writer, ThreadPoolExecutor(reading_threads(count)) as pool:
             futures = [pool.submit(read_layer, layer, number, stage_fd, everything=everything, tally=tally,
-                                   stop=stop) for number, layer in enumerate(plan.layers, 1)]
+                                   stop=stop, stand_ins=stand_ins) for number, layer in enumerate(plan.layers, 1)]
             try:
                 for number, (layer, future) in enumerate(zip(plan.layers, futures), 1):
                     where = f"{plan.where(path)}: layer {number}/{count} ({layer.blob.name})"
