@@ -26,7 +26,7 @@ import threading
 import tarfile
 from dataclasses import dataclass, field
 from fnmatch import translate
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from rcompat.errors import ImageError
 from rcompat.upgrade_scan.image.inflate import Window, check_zstd_frames, compression_of, inflate_errors, inflated
@@ -100,6 +100,7 @@ class Staged:
     skipped: int = 0  # counted into the Tally once the layer is read, so a second try counts once
     skipped_bytes: int = 0
     special: list = field(default_factory=list)
+    verify: "Callable[[threading.Event], None] | None" = None  # the digest check, when it is left for later
 
 
 def read_layer(layer: LayerRef, number: int, stage_fd: int, *, everything: bool, tally: Tally,
@@ -133,7 +134,10 @@ def read_layer(layer: LayerRef, number: int, stage_fd: int, *, everything: bool,
             _stage(staged, _in_place(stream, blob), stage_fd, everything, tally, ceiling, stop, stand_ins)
     except (tarfile.TarError, *inflate_errors()) as exc:
         raise ImageError(f"truncated or corrupt ({' '.join(str(exc).split()) or type(exc).__name__})") from None
-    window.check_digest()
+    if stand_ins is not None and not compression:
+        staged.verify = window.check_digest  # the blob's hash, left to run beside the scan (source.Verifier)
+    else:
+        window.check_digest()
     with tally.lock:
         tally.skipped += staged.skipped
         tally.skipped_bytes += staged.skipped_bytes

@@ -75,26 +75,30 @@ def open_source(spec: str, *, extract: "str | None" = None, progress=None,
         return
     container = DirContainer(path) if os.path.isdir(path) else _open_tarball(path)
     kept = StandIns() if stand_ins and extract is None else None
+    verifier = Verifier()
     try:
         plan = read_image(container, path, selector)
         target, made = _target(extract, tmpdir)
         try:
-            layers, notes = _materialise(plan, path, target, extract is not None, progress, kept)
+            layers, notes = _materialise(plan, path, target, extract is not None, progress, kept, verifier)
         except BaseException:
             _discard(target, made)
             raise
         try:
             yield Source(target, plan.kind, plan.label, plan.env, layers, plan.notes + notes)
+            verifier.finish()  # a layer that does not match its digest ends the run here, before any report
         finally:
+            verifier.cancel()
             if kept is not None:
                 kept.close()
             if extract is None:  # a Ctrl-C during the removal must not leave half the root behind
                 from rcompat.termination import despite_interrupts
 
                 despite_interrupts(shutil.rmtree, target, ignore_errors=True)
-    finally:
+    finally:  # again, for a failure before the yield: each is harmless twice
+        verifier.cancel()  # before the descriptors its threads read close
         if kept is not None:
-            kept.close()  # again, for a failure before the yield: closing twice is harmless
+            kept.close()
         container.close()
 
 
@@ -167,8 +171,8 @@ def discard_extracted(target: str, existed: bool) -> None:
         shutil.rmtree(target, ignore_errors=True)
 
 
-def _materialise(plan, path: str, target: str, everything: bool, progress,
-                 stand_ins: "StandIns | None") -> tuple[list[dict], list[str]]:
+def _materialise(plan, path: str, target: str, everything: bool, progress, stand_ins: "StandIns | None",
+                 verifier: "Verifier") -> tuple[list[dict], list[str]]:
     """Read the layers in parallel threads (each blob once) and merge them in order as they finish."""
     from concurrent.futures import ThreadPoolExecutor
 
@@ -188,6 +192,8 @@ def _materialise(plan, path: str, target: str, everything: bool, progress,
                         if progress is not None:
                             progress.note(f"{plan.label}: layer {number}/{count}, {human_size(layer.blob.size)}")
                         staged.description["taken"] = merge_layer(writer, staged, stage_fd, tally, everything)
+                        if staged.verify is not None:
+                            verifier.submit(staged.verify, where, reading_threads(count))
                     except ImageError as exc:
                         raise ImageError(f"{where}: {exc}") from None
                     layers.append(staged.description)
@@ -198,6 +204,38 @@ def _materialise(plan, path: str, target: str, everything: bool, progress,
         os.close(stage_fd)
         shutil.rmtree(stage, ignore_errors=True)
     return layers, tally.notes(everything)
+
+
+class Verifier:
+    """The digest checks read_layer left for later (uncompressed layers read with stand-ins): hashing
+    is most of what reading such an image costs, and hashlib lets go of the GIL, so the blobs are hashed
+    in threads while the scan runs. finish() waits for them and raises the first layer's ImageError;
+    cancel() stops them (each checks between 1 MB chunks) and waits, before their descriptors close."""
+
+    def __init__(self) -> None:
+        self.stop = threading.Event()
+        self._pool = None
+        self._pending: list = []  # (where, future), in layer order
+
+    def submit(self, check, where: str, threads: int) -> None:
+        if self._pool is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._pool = ThreadPoolExecutor(threads, thread_name_prefix="rcompat-digest")
+        self._pending.append((where, self._pool.submit(check, self.stop)))
+
+    def finish(self) -> None:
+        for where, future in self._pending:
+            try:
+                future.result()
+            except ImageError as exc:
+                raise ImageError(f"{where}: {exc}") from None
+        self._pending.clear()
+
+    def cancel(self) -> None:
+        self.stop.set()
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
 
 
 def reading_threads(layers: int) -> int:
