@@ -47,7 +47,10 @@ def extent_of(fd: int, st: "os.stat_result | None" = None) -> "Extent | None":
     return entry[1]
 
 
-class _ExtentRaw(io.RawIOBase):
+class ExtentRaw(io.RawIOBase):
+    """A read-only, seekable view of an extent, read by pread (no shared file position: threads may
+    read one descriptor at once)."""
+
     def __init__(self, extent: Extent) -> None:
         self._extent, self._pos = extent, 0
 
@@ -61,10 +64,10 @@ class _ExtentRaw(io.RawIOBase):
         want = min(len(buffer), self._extent.size - self._pos)
         if want <= 0:
             return 0
-        data = os.pread(self._extent.fd, want, self._extent.offset + self._pos)
-        buffer[:len(data)] = data
-        self._pos += len(data)
-        return len(data)
+        with memoryview(buffer) as view:
+            n = os.preadv(self._extent.fd, [view[:want]], self._extent.offset + self._pos)
+        self._pos += n
+        return n
 
     def seek(self, offset: int, whence: int = 0) -> int:
         base = {0: 0, 1: self._pos, 2: self._extent.size}[whence]
@@ -82,7 +85,7 @@ class ExtentReader(io.BufferedReader):
     """A stand-in opened: reads (and seeks in) the member's bytes; `extent` says where they are."""
 
     def __init__(self, extent: Extent, name: str) -> None:
-        super().__init__(_ExtentRaw(extent), 1 << 16)
+        super().__init__(ExtentRaw(extent), 1 << 16)
         self.extent, self.stand_in = extent, name
 
 

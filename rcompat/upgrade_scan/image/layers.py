@@ -14,7 +14,9 @@ file is renamed into place. Regular files are kept when they are ELF shared obje
 magic and e_type sniffed from the first bytes) or match METADATA_PATTERNS; symlinks and directories are
 always kept (sonames resolve through them), directories made when something is written in them (an
 image has thousands, most holding nothing kept); devices and FIFOs never. An uncompressed layer is
-walked header by header and a kept file copied in the kernel (copy_file_range) straight from the blob.
+walked header by header; a kept file is copied in the kernel (copy_file_range) straight from the blob,
+or, for the scan (`stand_ins`), an ELF object is not copied at all: its file is a stand-in read from
+the blob (rcompat/standins.py), and the blob's digest is checked later, beside the scan.
 """
 from __future__ import annotations
 

@@ -86,7 +86,7 @@ def open_source(spec: str, *, extract: "str | None" = None, progress=None,
             raise
         try:
             yield Source(target, plan.kind, plan.label, plan.env, layers, plan.notes + notes)
-            verifier.finish()  # a layer that does not match its digest ends the run here, before any report
+            verifier.finish(progress, plan.label)  # a layer not matching its digest ends the run here, unreported
         finally:
             verifier.cancel()
             if kept is not None:
@@ -210,7 +210,7 @@ class Verifier:
     """The digest checks read_layer left for later (uncompressed layers read with stand-ins): hashing
     is most of what reading such an image costs, and hashlib lets go of the GIL, so the blobs are hashed
     in threads while the scan runs. finish() waits for them and raises the first layer's ImageError;
-    cancel() stops them (each checks between 1 MB chunks) and waits, before their descriptors close."""
+    cancel() stops them (each checks between 64 MB windows) and waits, before their descriptors close."""
 
     def __init__(self) -> None:
         self.stop = threading.Event()
@@ -224,7 +224,9 @@ class Verifier:
             self._pool = ThreadPoolExecutor(threads, thread_name_prefix="rcompat-digest")
         self._pending.append((where, self._pool.submit(check, self.stop)))
 
-    def finish(self) -> None:
+    def finish(self, progress=None, label: str = "") -> None:
+        if progress is not None and not all(future.done() for _where, future in self._pending):
+            progress.note(f"{label}: checking the layers' digests")
         for where, future in self._pending:
             try:
                 future.result()
