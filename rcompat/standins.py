@@ -14,25 +14,23 @@ rcompat.inputs sees the token and zeros: never an ELF object, so never a quiet w
 """
 from __future__ import annotations
 
+import _thread
 import io
-import mmap
 import os
-import threading
-from dataclasses import dataclass
 
 TOKEN_SIZE = 16
 
 _registry: "dict[tuple[int, int], tuple[bytes, Extent]]" = {}  # (st_dev, st_ino) -> (token, extent)
-_lock = threading.Lock()
+_lock = _thread.allocate_lock()  # not threading, dataclasses: rcompat.inputs imports this module at start-up
 
 
-@dataclass(frozen=True)
 class Extent:
     """`size` bytes at `offset` of the open file `fd` (owned by the StandIns that registered it)."""
 
-    fd: int
-    offset: int
-    size: int
+    __slots__ = ("fd", "offset", "size")
+
+    def __init__(self, fd: int, offset: int, size: int) -> None:
+        self.fd, self.offset, self.size = fd, offset, size
 
 
 def extent_of(fd: int, st: "os.stat_result | None" = None) -> "Extent | None":
@@ -91,6 +89,8 @@ class ExtentReader(io.BufferedReader):
 
 def map_extent(extent: Extent) -> "tuple[mmap.mmap, memoryview]":
     """The extent's bytes mapped read-only: (the mapping, to close; a view of exactly the extent)."""
+    import mmap
+
     start = extent.offset - extent.offset % mmap.ALLOCATIONGRANULARITY
     mapping = mmap.mmap(extent.fd, extent.offset - start + extent.size, access=mmap.ACCESS_READ, offset=start)
     with memoryview(mapping) as whole:
@@ -104,7 +104,7 @@ class StandIns:
     def __init__(self) -> None:
         self._fds: dict[int, int] = {}  # the image reader's descriptor -> our duplicate of it
         self._keys: list[tuple[int, int]] = []
-        self._lock = threading.Lock()
+        self._lock = _thread.allocate_lock()
 
     def make(self, fd: int, source_fd: int, offset: int, size: int) -> None:
         """Turn the new, empty file `fd` into the stand-in of `size` bytes at `offset` of `source_fd`."""
