@@ -193,7 +193,7 @@ def _materialise(plan, path: str, target: str, everything: bool, progress, stand
                             progress.note(f"{plan.label}: layer {number}/{count}, {human_size(layer.blob.size)}")
                         staged.description["taken"] = merge_layer(writer, staged, stage_fd, tally, everything)
                         if staged.verify is not None:
-                            verifier.submit(staged.verify, where, reading_threads(count))
+                            verifier.submit(staged.verify, where)
                     except ImageError as exc:
                         raise ImageError(f"{where}: {exc}") from None
                     layers.append(staged.description)
@@ -209,20 +209,18 @@ def _materialise(plan, path: str, target: str, everything: bool, progress, stand
 class Verifier:
     """The digest checks read_layer left for later (uncompressed layers read with stand-ins): hashing
     is most of what reading such an image costs, and hashlib lets go of the GIL, so the blobs are hashed
-    in threads while the scan runs. finish() waits for them and raises the first layer's ImageError;
-    cancel() stops them (each checks between 64 MB windows) and waits, before their descriptors close."""
+    while the scan runs, in one pool for the process (OLD's and NEW's) of one thread fewer than the
+    cores: the scan's own thread keeps a core (four hashing threads beside it on two cores left it
+    two fifths of one). finish() waits for this source's checks and raises the first layer's
+    ImageError; cancel() stops them (each checks between 64 MB windows) and waits, before their
+    descriptors close."""
 
     def __init__(self) -> None:
         self.stop = threading.Event()
-        self._pool = None
         self._pending: list = []  # (where, future), in layer order
 
-    def submit(self, check, where: str, threads: int) -> None:
-        if self._pool is None:
-            from concurrent.futures import ThreadPoolExecutor
-
-            self._pool = ThreadPoolExecutor(threads, thread_name_prefix="rcompat-digest")
-        self._pending.append((where, self._pool.submit(check, self.stop)))
+    def submit(self, check, where: str) -> None:
+        self._pending.append((where, _digest_pool().submit(check, self.stop)))
 
     def finish(self, progress=None, label: str = "") -> None:
         if progress is not None and not all(future.done() for _where, future in self._pending):
@@ -235,9 +233,27 @@ class Verifier:
         self._pending.clear()
 
     def cancel(self) -> None:
+        from concurrent.futures import wait
+
         self.stop.set()
-        if self._pool is not None:
-            self._pool.shutdown(wait=True)
+        for _where, future in self._pending:
+            future.cancel()  # not started yet: never will
+        wait([future for _where, future in self._pending])
+        self._pending.clear()
+
+
+_pool = None
+_pool_lock = threading.Lock()
+
+
+def _digest_pool():
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            _pool = ThreadPoolExecutor(max(1, reading_threads(64) - 1), thread_name_prefix="rcompat-digest")
+        return _pool
 
 
 def reading_threads(layers: int) -> int:
