@@ -7,7 +7,12 @@ issue 28's goals, measured side by side in one run.
    inflates the layers in parallel threads with the fastest library installed (zlib-ng here), and
    materialises only the ELF objects and metadata it reads.
 2. uncompressed layers: the scan of the archives against the scan of the same roots as directories.
-   Goal <= 1.5x.
+   Goal <= 1.5x: the ELF objects are read in place from the archive (rcompat/standins.py), and the
+   layers' digests (every byte hashed) are checked in threads beside the scan, on the cores it leaves.
+
+Each side runs ROUNDS times (RCOMPAT_BENCH_IMAGE_ROUNDS, default 2), alternating, best kept; the CPU time
+(user + system) of each side is recorded too, with the load average: on a machine whose cores other work
+takes, the wall-time ratio tends to the CPU ratio, since the threads find no free core.
 
 The images: the two torch roots of benchmarks/bench_upgrade.py (fixtures/upgrade/build.py: torch 2.13.0+cpu
 and 2.14.1+cu130 with the host runtime), each with BULK_MB of incompressible data files beside them (model
