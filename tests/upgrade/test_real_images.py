@@ -63,7 +63,7 @@ def test_the_unpacked_roots_agree_with_the_loader_in_a_chroot(real, from_directo
 @pytest.mark.parametrize("shape", SHAPES)
 def test_every_saved_shape_gives_the_directories_findings(shape, real, from_directories):
     _helper, paths = real
-    report = upgrade(str(paths["old-dir"]), str(paths[shape]), driver="580.65.06")
+    report = upgrade(str(paths["old-dir"]), str(paths[shape]), driver="580.65.06")  # the fast path: stand-ins
     assert _findings(report) == from_directories
     assert report.facts["inputs"]["NEW"]["objects"] == report.findings[0].evidence["new_objects"] > 0
     with open_source(str(paths[shape])) as src:
