@@ -81,11 +81,20 @@ def mutations(data: bytes, rng: random.Random):
 
 
 def exercise(path: Path, tmpdir: Path) -> None:
+    """Both ways the layers are read: copied out, and with stand-ins (what the scan uses: an uncompressed
+    layer's ELF objects read from the image, and its digest checked after the `with` body)."""
+    from rcompat.inputs import InputRefused, open_mapped
     from rcompat.upgrade_scan.image.source import open_source
 
-    with open_source(str(path), tmpdir=str(tmpdir)) as source:
-        for _dirpath, _dirs, _files in os.walk(source.root):
-            pass
+    for stand_ins in (False, True):
+        with open_source(str(path), tmpdir=str(tmpdir), stand_ins=stand_ins) as source:
+            for dirpath, _dirs, files in os.walk(source.root):
+                for name in files:
+                    try:
+                        with open_mapped(os.path.join(dirpath, name)) as fh:
+                            fh.read()
+                    except InputRefused:
+                        pass
 
 
 def run(cases: int, seed: int = 1, workdir: Path | None = None) -> dict:

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from typing import BinaryIO
 
 from rcompat.errors import RcompatError, UsageError
+from rcompat.standins import ExtentReader, extent_of
 
 MIB = 1 << 20
 
@@ -171,7 +172,8 @@ def open_mapped(path: "str | os.PathLike[str]", kind: str = "a file") -> BinaryI
     if problem:
         raise InputRefused(problem)
     fh = _open_checked(path, sys.maxsize, "", follow_links=True)[0]
-    guard(fh.fileno(), os.fspath(path))  # a truncation meanwhile: reported, not a SIGBUS (rcompat/mapguard.py)
+    if not isinstance(fh, ExtentReader):  # a stand-in's image file is guarded where it was opened
+        guard(fh.fileno(), os.fspath(path))  # a truncation meanwhile: reported, not a SIGBUS (rcompat/mapguard.py)
     return fh
 
 
@@ -197,6 +199,10 @@ def _open_checked(path: "str | os.PathLike[str]", limit: int, kind: str, *,
             problem = size_problem(st.st_size, kind) if kind else f"more than {human_size(limit)}"
         if problem:
             raise InputRefused(problem)
+        extent = extent_of(fd, st)  # an image member left in place (rcompat/standins.py): its real bytes
+        if extent is not None:
+            os.close(fd)
+            return ExtentReader(extent, os.fspath(path)), st.st_size
         fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
         return os.fdopen(fd, "rb"), st.st_size
     except BaseException:

@@ -37,8 +37,10 @@ class InterpCheck:
 def program_interpreter(host: str) -> "str | None":
     """The PT_INTERP path of the ELF file at `host`, None when it has none (a shared library) or the
     file is not a readable ELF object. Read from the program headers (ELF gABI, "Program Header")."""
-    try:
-        with open(host, "rb") as fh:
+    from rcompat.inputs import InputRefused, open_mapped
+
+    try:  # through rcompat.inputs: an image's member left in place is read from the image (rcompat/standins.py)
+        with open_mapped(host) as fh:
             ident = fh.read(64)
             if len(ident) < 52 or ident[:4] != b"\x7fELF" or ident[4] not in (1, 2) or ident[5] not in (1, 2):
                 return None
@@ -59,7 +61,7 @@ def program_interpreter(host: str) -> "str | None":
                     return None
                 fh.seek(offset)
                 return fh.read(size).split(b"\0", 1)[0].decode("utf-8", "surrogateescape") or None
-    except (OSError, struct.error):
+    except (OSError, struct.error, InputRefused):
         return None
     return None
 

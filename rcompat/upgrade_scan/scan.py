@@ -43,7 +43,7 @@ def upgrade(old: str, new: str, *, driver: str | None = None, carry: "list[str] 
             with prog.step(f"opening {name}"):
                 target = os.path.join(extract, name.lower()) if extract and is_image(spec) else None
                 existed = bool(target) and os.path.lexists(target)
-                src = stack.enter_context(open_source(spec, extract=target, progress=prog))
+                src = stack.enter_context(open_source(spec, extract=target, progress=prog, stand_ins=True))
                 if extraction and target:
                     extraction.filled.append((target, existed))
             with prog.step(f"indexing {name}"):

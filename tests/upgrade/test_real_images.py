@@ -18,6 +18,9 @@ REPO = Path(__file__).resolve().parents[2]
 SHAPES = ("podman docker-archive", "podman oci-archive", "podman oci-dir",
           "podman docker-dir", "podman docker-dir --compress", "skopeo oci", "skopeo oci-archive",
           "skopeo docker-archive", "skopeo dir", "skopeo oci zstd", "symlinked blobs")
+# The shapes whose layers are plain tar (skopeo's dir: copy of a docker-archive keeps them so, although its
+# manifest says tar.gzip: rcompat goes by the bytes' magic).
+UNCOMPRESSED = ("podman docker-archive", "podman docker-dir", "skopeo docker-archive", "skopeo dir")
 
 
 @pytest.fixture(scope="session")
@@ -60,7 +63,7 @@ def test_the_unpacked_roots_agree_with_the_loader_in_a_chroot(real, from_directo
 @pytest.mark.parametrize("shape", SHAPES)
 def test_every_saved_shape_gives_the_directories_findings(shape, real, from_directories):
     _helper, paths = real
-    report = upgrade(str(paths["old-dir"]), str(paths[shape]), driver="580.65.06")
+    report = upgrade(str(paths["old-dir"]), str(paths[shape]), driver="580.65.06")  # the fast path: stand-ins
     assert _findings(report) == from_directories
     assert report.facts["inputs"]["NEW"]["objects"] == report.findings[0].evidence["new_objects"] > 0
     with open_source(str(paths[shape])) as src:
@@ -68,6 +71,26 @@ def test_every_saved_shape_gives_the_directories_findings(shape, real, from_dire
                (paths["new-dir"] / "usr/lib/x86_64-linux-gnu/libextra.so.1").read_bytes()
         if shape == "skopeo oci zstd":
             assert {layer["media_type"] for layer in src.layers} == {"application/vnd.oci.image.layer.v1.tar+zstd"}
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_the_fast_path_reads_every_shape_as_its_unpacked_root(shape, real):
+    """What the scan reads through stand-ins (rcompat/standins.py: an uncompressed layer's ELF objects left
+    in the image, not copied) is what podman's unpacked root holds: the same objects, byte for byte."""
+    from rcompat.inputs import open_mapped
+    from rcompat.upgrade_scan.inventory import inventory
+
+    _helper, paths = real
+    want = inventory(str(paths["new-dir"]))
+    with open_source(str(paths[shape]), stand_ins=True) as src:
+        got = inventory(src.root)
+        assert sorted(got.objects) == sorted(want.objects)
+        in_place = 0
+        for inside, obj in got.objects.items():
+            with open_mapped(obj.host) as fh:
+                assert fh.read() == Path(want.objects[inside].host).read_bytes(), inside
+            in_place += Path(obj.host).read_bytes()[:4] != b"\x7fELF"
+        assert (in_place > 0) == (shape in UNCOMPRESSED), in_place  # objects left in place exactly there
 
 
 def test_docker_dir_is_never_a_silent_pass(real, cli):

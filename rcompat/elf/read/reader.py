@@ -32,6 +32,7 @@ from rcompat.elf.read.format import (BIND_OF_INFO, DF_SYMBOLIC, DT_FLAGS, DT_NEE
                                      SHT_NOBITS, Section, SymbolTable, TYPE_OF_INFO, VERSYM_HIDDEN,
                                      VISIBILITY_OF_OTHER, VersionDef, VersionNeed)
 from rcompat.elf.read.symbol_columns import names_at, symbol_columns
+from rcompat.standins import map_extent
 
 
 class ElfImage:
@@ -41,11 +42,15 @@ class ElfImage:
         self.path = Path(path)
         self._check_path()
         self._fh = open_elf_file(self.path)
-        self.size = os.fstat(self._fh.fileno()).st_size
+        extent = getattr(self._fh, "extent", None)  # a member read in place from its image (rcompat/standins.py)
+        self.size = extent.size if extent is not None else os.fstat(self._fh.fileno()).st_size
         if self.size < 16:
             self._fh.close()
             raise NotElfError(self.path, f"not an ELF file ({self.size} bytes, too short for an ELF header)")
-        self.data = mmap.mmap(self._fh.fileno(), 0, access=mmap.ACCESS_READ)
+        if extent is not None:
+            self._mapping, self.data = map_extent(extent)
+        else:
+            self.data = mmap.mmap(self._fh.fileno(), 0, access=mmap.ACCESS_READ)
         if self.data[:4] != ELF_MAGIC:
             head = bytes(self.data[:4])
             self.close()
@@ -61,9 +66,11 @@ class ElfImage:
         check_regular_file(self.path)
 
     def close(self) -> None:
-        for obj in (getattr(self, "data", None), getattr(self, "_fh", None)):
+        for obj in (getattr(self, "data", None), getattr(self, "_mapping", None), getattr(self, "_fh", None)):
             try:
-                if obj is not None:
+                if isinstance(obj, memoryview):
+                    obj.release()
+                elif obj is not None:
                     obj.close()
             except (BufferError, ValueError):
                 pass

@@ -14,7 +14,9 @@ file is renamed into place. Regular files are kept when they are ELF shared obje
 magic and e_type sniffed from the first bytes) or match METADATA_PATTERNS; symlinks and directories are
 always kept (sonames resolve through them), directories made when something is written in them (an
 image has thousands, most holding nothing kept); devices and FIFOs never. An uncompressed layer is
-walked header by header and a kept file copied in the kernel (copy_file_range) straight from the blob.
+walked header by header; a kept file is copied in the kernel (copy_file_range) straight from the blob,
+or, for the scan (`stand_ins`), an ELF object is not copied at all: its file is a stand-in read from
+the blob (rcompat/standins.py), and the blob's digest is checked later, beside the scan.
 """
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ import threading
 import tarfile
 from dataclasses import dataclass, field
 from fnmatch import translate
+from typing import TYPE_CHECKING, Callable
 
 from rcompat.errors import ImageError
 from rcompat.upgrade_scan.image.inflate import Window, check_zstd_frames, compression_of, inflate_errors, inflated
@@ -33,6 +36,9 @@ from rcompat.upgrade_scan.image.manifest import Blob, LayerRef
 from rcompat.upgrade_scan.image.safety import RootWriter, member_parts, rel
 from rcompat.upgrade_scan.image.tarheaders import (Unsupported, expect_zeros, read_headers, stream_members,
                                                         zeros_to_end)
+
+if TYPE_CHECKING:
+    from rcompat.standins import StandIns
 
 # Besides ELF objects, the files the upgrade scan reads (paths inside the root; `*` also crosses '/').
 METADATA_PATTERNS = (
@@ -96,12 +102,15 @@ class Staged:
     skipped: int = 0  # counted into the Tally once the layer is read, so a second try counts once
     skipped_bytes: int = 0
     special: list = field(default_factory=list)
+    verify: "Callable[[threading.Event], None] | None" = None  # the digest check, when it is left for later
 
 
 def read_layer(layer: LayerRef, number: int, stage_fd: int, *, everything: bool, tally: Tally,
-               stop: threading.Event) -> Staged:
+               stop: threading.Event, stand_ins: "StandIns | None" = None) -> Staged:
     """Read one layer blob once (hashed and inflated on the way), writing the files kept into the
-    staging directory `stage_fd` as NUMBER.SEQ; checked against its digest at the end."""
+    staging directory `stage_fd` as NUMBER.SEQ; checked against its digest at the end. With
+    `stand_ins`, an ELF object of an uncompressed layer is not copied: its file is a stand-in for
+    its bytes in the blob (rcompat/standins.py)."""
     blob = layer.blob
     if blob.size == 0:
         raise ImageError("is empty (0 bytes): truncated, or not a layer")
@@ -114,20 +123,23 @@ def read_layer(layer: LayerRef, number: int, stage_fd: int, *, everything: bool,
     try:
         if compression:
             try:
-                _stage(staged, _streamed(stream), stage_fd, everything, tally, ceiling, stop)
+                _stage(staged, _streamed(stream), stage_fd, everything, tally, ceiling, stop, None)
             except _Restart:
                 window = Window(blob)
                 stream = inflated(window, compression)
                 staged = Staged(number, attempt=1)
-                _stage(staged, _tarfile_streamed(stream), stage_fd, everything, tally, ceiling, stop)
+                _stage(staged, _tarfile_streamed(stream), stage_fd, everything, tally, ceiling, stop, None)
             zeros_to_end(stream)  # read to the end: gzip's CRC checked, only zeros after the tar
             if compression == "zstd":
                 check_zstd_frames(blob)
         else:
-            _stage(staged, _in_place(stream, blob), stage_fd, everything, tally, ceiling, stop)
+            _stage(staged, _in_place(stream, blob), stage_fd, everything, tally, ceiling, stop, stand_ins)
     except (tarfile.TarError, *inflate_errors()) as exc:
         raise ImageError(f"truncated or corrupt ({' '.join(str(exc).split()) or type(exc).__name__})") from None
-    window.check_digest()
+    if stand_ins is not None and not compression:
+        staged.verify = window.check_digest  # the blob's hash, left to run beside the scan (source.Verifier)
+    else:
+        window.check_digest()
     with tally.lock:
         tally.skipped += staged.skipped
         tally.skipped_bytes += staged.skipped_bytes
@@ -138,9 +150,9 @@ def read_layer(layer: LayerRef, number: int, stage_fd: int, *, everything: bool,
 
 
 def _stage(staged: Staged, entries, stage_fd: int, everything: bool, tally: Tally, ceiling: int,
-           stop: threading.Event) -> None:
+           stop: threading.Event, stand_ins: "StandIns | None") -> None:
     ops = staged.ops
-    for member, head, fill in entries:
+    for member, head, fill, place in entries:  # place: (fd, offset) of data lying in place in the blob
         if stop.is_set():  # another layer failed, or Ctrl-C: stop reading this one
             raise ImageError("stopped")
         try:
@@ -160,7 +172,11 @@ def _stage(staged: Staged, entries, stage_fd: int, everything: bool, tally: Tall
                 name = f"{staged.number}.{staged.attempt}.{len(ops)}"
                 fd = os.open(name, _STAGED_FLAGS, (member.mode & 0o755) | 0o600, dir_fd=stage_fd)
                 try:
-                    fill(fd)
+                    if stand_ins is not None and place is not None and not everything and \
+                            not _is_metadata(rel(parts)):  # an ELF object: read from the blob, never copied
+                        stand_ins.make(fd, *place, member.size)
+                    else:
+                        fill(fd)
                 finally:
                     os.close(fd)
                 ops.append(("file", parts, name))
@@ -274,7 +290,7 @@ def _in_place(window: io.BufferedReader, blob: Blob):
         yield from _tarfile_in_place(window, blob)
         return
     for member in members:
-        yield (member, *_at(blob, member))
+        yield (member, *_at(blob, member), (blob.fd, blob.offset + member.offset_data))
 
 
 def _tarfile_in_place(window: io.BufferedReader, blob: Blob):
@@ -283,7 +299,7 @@ def _tarfile_in_place(window: io.BufferedReader, blob: Blob):
         if member.issparse():
             yield from _one_streamed(tar, member)
         else:
-            yield (member, *_at(blob, member))
+            yield (member, *_at(blob, member), (blob.fd, blob.offset + member.offset_data))
     expect_zeros(blob.fd, blob.offset, tar.offset, blob.size)
 
 
@@ -304,7 +320,8 @@ def _streamed(stream: io.BufferedReader):
     """Members of a compressed layer, read in one pass (tarheaders.stream_members; tarfile where it
     cannot: then the layer is read again from its start, before anything of it was merged)."""
     try:
-        yield from stream_members(stream, _ELF_HEAD)
+        for member, head, fill in stream_members(stream, _ELF_HEAD):
+            yield member, head, fill, None
     except Unsupported:
         raise _Restart() from None
 
@@ -333,7 +350,7 @@ def _one_streamed(tar: tarfile.TarFile, member: tarfile.TarInfo):
             out.write(head())
             shutil.copyfileobj(reader, out, 1 << 20)
 
-    yield member, head, fill
+    yield member, head, fill, None
 
 
 def _copy_range(src: int, dst: int, offset: int, size: int) -> None:

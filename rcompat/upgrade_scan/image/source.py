@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Iterator
 
 from rcompat.errors import ImageError, UsageError
+from rcompat.standins import StandIns
 from rcompat.upgrade_scan.image.layers import Tally, human_size, merge_layer, read_layer
 from rcompat.upgrade_scan.image.manifest import DirContainer, TarContainer, is_image_dir, read_image
 from rcompat.upgrade_scan.image.safety import RootWriter, is_empty_dir
@@ -53,9 +54,11 @@ class Source:
 
 @contextmanager
 def open_source(spec: str, *, extract: "str | None" = None, progress=None,
-                tmpdir: "str | None" = None) -> Iterator[Source]:
+                tmpdir: "str | None" = None, stand_ins: bool = False) -> Iterator[Source]:
     """The root filesystem `spec` names (see the module doc). `progress`: a rcompat.progress.Progress
-    told about each layer. `tmpdir`: where the temporary root goes (default: $TMPDIR)."""
+    told about each layer. `tmpdir`: where the temporary root goes (default: $TMPDIR). `stand_ins`
+    (not with `extract`): the ELF objects of uncompressed layers stay in the image, the root holds
+    stand-ins that only rcompat.inputs and the ELF reader read through (rcompat/standins.py)."""
     if not spec:
         raise UsageError("an empty path names no root filesystem or image")
     if os.path.normpath(spec) == "/" and "@" not in spec:
@@ -71,22 +74,31 @@ def open_source(spec: str, *, extract: "str | None" = None, progress=None,
         yield Source(os.path.abspath(path), "directory", path)
         return
     container = DirContainer(path) if os.path.isdir(path) else _open_tarball(path)
+    kept = StandIns() if stand_ins and extract is None else None
+    verifier = Verifier()
     try:
         plan = read_image(container, path, selector)
         target, made = _target(extract, tmpdir)
         try:
-            layers, notes = _materialise(plan, path, target, extract is not None, progress)
+            layers, notes = _materialise(plan, path, target, extract is not None, progress, kept, verifier)
         except BaseException:
             _discard(target, made)
             raise
         try:
             yield Source(target, plan.kind, plan.label, plan.env, layers, plan.notes + notes)
+            verifier.finish(progress, plan.label)  # a layer not matching its digest ends the run here, unreported
         finally:
+            verifier.cancel()
+            if kept is not None:
+                kept.close()
             if extract is None:  # a Ctrl-C during the removal must not leave half the root behind
                 from rcompat.termination import despite_interrupts
 
                 despite_interrupts(shutil.rmtree, target, ignore_errors=True)
-    finally:
+    finally:  # again, for a failure before the yield: each is harmless twice
+        verifier.cancel()  # before the descriptors its threads read close
+        if kept is not None:
+            kept.close()
         container.close()
 
 
@@ -159,7 +171,8 @@ def discard_extracted(target: str, existed: bool) -> None:
         shutil.rmtree(target, ignore_errors=True)
 
 
-def _materialise(plan, path: str, target: str, everything: bool, progress) -> tuple[list[dict], list[str]]:
+def _materialise(plan, path: str, target: str, everything: bool, progress, stand_ins: "StandIns | None",
+                 verifier: "Verifier") -> tuple[list[dict], list[str]]:
     """Read the layers in parallel threads (each blob once) and merge them in order as they finish."""
     from concurrent.futures import ThreadPoolExecutor
 
@@ -170,7 +183,7 @@ def _materialise(plan, path: str, target: str, everything: bool, progress) -> tu
     try:
         with RootWriter(target) as writer, ThreadPoolExecutor(reading_threads(count)) as pool:
             futures = [pool.submit(read_layer, layer, number, stage_fd, everything=everything, tally=tally,
-                                   stop=stop) for number, layer in enumerate(plan.layers, 1)]
+                                   stop=stop, stand_ins=stand_ins) for number, layer in enumerate(plan.layers, 1)]
             try:
                 for number, (layer, future) in enumerate(zip(plan.layers, futures), 1):
                     where = f"{plan.where(path)}: layer {number}/{count} ({layer.blob.name})"
@@ -179,6 +192,8 @@ def _materialise(plan, path: str, target: str, everything: bool, progress) -> tu
                         if progress is not None:
                             progress.note(f"{plan.label}: layer {number}/{count}, {human_size(layer.blob.size)}")
                         staged.description["taken"] = merge_layer(writer, staged, stage_fd, tally, everything)
+                        if staged.verify is not None:
+                            verifier.submit(staged.verify, where)
                     except ImageError as exc:
                         raise ImageError(f"{where}: {exc}") from None
                     layers.append(staged.description)
@@ -189,6 +204,56 @@ def _materialise(plan, path: str, target: str, everything: bool, progress) -> tu
         os.close(stage_fd)
         shutil.rmtree(stage, ignore_errors=True)
     return layers, tally.notes(everything)
+
+
+class Verifier:
+    """The digest checks read_layer left for later (uncompressed layers read with stand-ins): hashing
+    is most of what reading such an image costs, and hashlib lets go of the GIL, so the blobs are hashed
+    while the scan runs, in one pool for the process (OLD's and NEW's) of one thread fewer than the
+    cores: the scan's own thread keeps a core (four hashing threads beside it on two cores left it
+    two fifths of one). finish() waits for this source's checks and raises the first layer's
+    ImageError; cancel() stops them (each checks between 64 MB windows) and waits, before their
+    descriptors close."""
+
+    def __init__(self) -> None:
+        self.stop = threading.Event()
+        self._pending: list = []  # (where, future), in layer order
+
+    def submit(self, check, where: str) -> None:
+        self._pending.append((where, _digest_pool().submit(check, self.stop)))
+
+    def finish(self, progress=None, label: str = "") -> None:
+        if progress is not None and not all(future.done() for _where, future in self._pending):
+            progress.note(f"{label}: checking the layers' digests")
+        for where, future in self._pending:
+            try:
+                future.result()
+            except ImageError as exc:
+                raise ImageError(f"{where}: {exc}") from None
+        self._pending.clear()
+
+    def cancel(self) -> None:
+        from concurrent.futures import wait
+
+        self.stop.set()
+        for _where, future in self._pending:
+            future.cancel()  # not started yet: never will
+        wait([future for _where, future in self._pending])
+        self._pending.clear()
+
+
+_pool = None
+_pool_lock = threading.Lock()
+
+
+def _digest_pool():
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            _pool = ThreadPoolExecutor(max(1, reading_threads(64) - 1), thread_name_prefix="rcompat-digest")
+        return _pool
 
 
 def reading_threads(layers: int) -> int:
