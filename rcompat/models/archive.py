@@ -18,7 +18,6 @@ holds both readers to the same names, sizes and bytes.
 """
 from __future__ import annotations
 
-import re
 import struct
 import zipfile
 import zlib
@@ -37,9 +36,6 @@ _ENTRY = struct.Struct("<4s6H3L5H2L")              # central directory entry (46
 _LOCAL = struct.Struct("<4s5H3L2H")                # local file header (30 bytes + name, extra)
 _LOCATOR64 = struct.Struct("<4sLQL")               # ZIP64 end locator (20 bytes), before the end record
 _END64 = struct.Struct("<4sQ2H2L4Q")               # ZIP64 end record (56 bytes): torch always writes one
-# What _check_name refuses, over all names joined by NUL (a character no listed name holds: zipfile cuts
-# names there, _plain_directory hands those to zipfile): a leading / or \, a `..` part, a drive letter.
-_SUSPECT_NAME = re.compile(r"(?s)(?:^|\x00)(?:[/\\]|.:)|(?:^|[\x00/\\])\.\.(?:$|[\x00/\\])")
 _FAST_FLAGS = 0x0800 | 0x0008                      # UTF-8 names, sizes in a data descriptor: nothing else
 
 
@@ -62,7 +58,7 @@ class ModelZip:
             infos = self._zipfile().infolist()
         if len(infos) > MAX_MEMBERS:
             raise ModelFileError(f"{path}: {len(infos):,} zip members; rcompat reads at most {MAX_MEMBERS:,}")
-        if _SUSPECT_NAME.search("\x00".join(i.filename for i in infos)):  # one scan; the loop names the culprit
+        if _suspect_names(infos):  # a few C-speed scans over all names; the loop then names the culprit
             for info in infos:
                 _check_name(path, info.filename)
         for info in (infos if infos and max(i.header_offset + i.compress_size for i in infos) > size else ()):
@@ -175,6 +171,14 @@ def _read_stored(fh: BinaryIO, info: Member, size: int) -> bytes | None:
             or len(data) != info.file_size or zlib.crc32(data) != info.CRC:
         return None
     return data
+
+
+def _suspect_names(infos) -> bool:
+    """Whether any name might be one _check_name refuses: a superset (a `..` or `:` anywhere, a leading / or
+    \\ after the NUL that joins them: no listed name holds a NUL, zipfile cuts names there)."""
+    joined = "\x00" + "\x00".join(i.filename for i in infos)
+    return ".." in joined or ":" in joined or "\x00/" in joined or "\x00\\" in joined \
+        or joined.count("\x00") != len(infos)
 
 
 def _check_name(path: str, name: str) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 
 from rcompat.models.archive import ModelZip
 from rcompat.models.errors import ModelFileError
-from rcompat.models.facts import TORCH_LEGACY, TORCH_ZIP, TORCHSCRIPT, ModelInfo, TensorInfo, nbytes
+from rcompat.models.facts import ITEMSIZE, TORCH_LEGACY, TORCH_ZIP, TORCHSCRIPT, ModelInfo, TensorInfo, nbytes
 from rcompat.models.pickles import MAX_VISIT, Call, Dict, Global, Persistent, Window, walk
 
 LEGACY_MAGIC = 0x1950A86A20F9469CFC6C
@@ -40,7 +40,7 @@ _NOT_OPERATORS = {"device", "dtype", "layout", "Size", "Tensor", "Generator", "m
 
 def read_zip(mz: ModelZip) -> ModelInfo:
     top = _top_folder(mz)
-    names = set(mz.names())
+    names = mz.infos  # a dict: membership without building a set of every member name again
     scripted = f"{top}constants.pkl" in names or any(n.startswith(f"{top}code/") for n in names)
     info = ModelInfo(mz.path, TORCHSCRIPT if scripted else TORCH_ZIP, mz.size)
     for member in (f"{top}version", f"{top}.data/version"):
@@ -55,14 +55,15 @@ def read_zip(mz: ModelZip) -> ModelInfo:
         facts.persistent_ids.extend(constants.persistent_ids)
     info.tensors = _tensors(facts.root)
     storages = _storages(facts.persistent_ids, mz.path)
+    folder = f"{top}data/"
     for key, (dtype, numel, _) in storages.items():
-        member = f"{top}data/{key}"
-        if member not in names:
+        member = folder + key
+        stored = names.get(member)
+        if stored is None:
             raise ModelFileError(f"{mz.path}: storage {key!r} has no member {member!r} (truncated or edited file)")
-        need = nbytes(dtype, (numel,))
-        if need is not None and mz.infos[member].file_size < need:
-            raise ModelFileError(f"{mz.path}: member {member!r} holds {mz.infos[member].file_size} bytes, its "
-                                 f"storage needs {need} (truncated member)")
+        if numel * ITEMSIZE.get(dtype, 0) > stored.file_size:  # what nbytes(dtype, (numel,)) is, unknown dtypes 0
+            raise ModelFileError(f"{mz.path}: member {member!r} holds {stored.file_size} bytes, its "
+                                 f"storage needs {nbytes(dtype, (numel,))} (truncated member)")
     info.devices = sorted({location for _, _, location in storages.values()})
     info.details = {"top_level": _type_name(facts.root), "storages": len(storages), "archive_folder": top.rstrip("/"),
                     "pickle_opcodes": facts.opcodes}
