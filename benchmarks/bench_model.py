@@ -5,11 +5,14 @@ the reason otherwise) as commands on the same hostile set (the builders of tests
 seconds over the set, and what each says of every file.
 
 What is measured (2 shared cores, 2026-12-04, torch 2.13.0, Python 3.11): the 1 GiB file holds 256
-tensors; its data.pkl is 7,691 opcodes. rcompat reads the zip directory (~0.5 ms), data.pkl (0.04 ms)
-and walks it (~1.7 ms with the byte-dispatch walker of rcompat/models/pickles.py; ~2.7 ms with
-pickletools.genops before it), then names the tensors (~0.4 ms). torch.load maps the file and
-unpickles with the C unpickler but builds 256 storages and tensors over the map: ~70 ms of wall time
-(~18 ms of CPU: the rest is the kernel mapping 1 GiB). Wall time is what both are measured in.
+tensors; its data.pkl is 7,691 opcodes. rcompat reads the zip directory (~0.26 ms: end records and the
+whole directory in one read, rcompat/models/archive.py; ~0.5 ms through zipfile before), data.pkl
+(0.01 ms) and walks it (~1.7 ms with the byte-dispatch walker of rcompat/models/pickles.py; ~2.7 ms with
+pickletools.genops before it), then names the tensors (~0.4 ms). torch.load maps the file and unpickles
+with the C unpickler but builds 256 storages and tensors over the map: ~15 ms of CPU, and of wall time
+once the file is in the page cache (~35 ms of wall time right after it was written). Wall time is what
+the row records; the note gives both sides' CPU time. docs/models.md says why the walk is not the C
+unpickler.
 
     .venv/bin/python benchmarks/bench_model.py [--repeat 25] [--mib 1024]
 """
