@@ -11,6 +11,7 @@ number, the protocol version (1001), sys_info, the object, the storage keys — 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from rcompat.models.archive import ModelZip
@@ -50,7 +51,8 @@ def read_zip(mz: ModelZip) -> ModelInfo:
         if member in names:
             info.format_version = _int_text(mz.read(member, 64), f"{mz.path}: {member}")
             break
-    facts, info.tensors, storages = read_data_pkl(mz, top, scripted)
+    read = _read_data_pkl(mz, top, scripted)
+    facts, info.tensors, storages = read.facts, read.tensors, read.storages
     info.globals = facts.globals
     folder = f"{top}data/"
     for key, (dtype, numel, _) in storages.items():
@@ -62,28 +64,47 @@ def read_zip(mz: ModelZip) -> ModelInfo:
             raise ModelFileError(f"{mz.path}: member {member!r} holds {stored.file_size} bytes, its "
                                  f"storage needs {nbytes(dtype, (numel,))} (truncated member)")
     info.devices = sorted({location for _, _, location in storages.values()})
-    info.details = {"top_level": _type_name(facts.root), "storages": len(storages), "archive_folder": top.rstrip("/"),
+    info.details = {"top_level": read.top_level, "storages": len(storages), "archive_folder": top.rstrip("/"),
                     "pickle_opcodes": facts.opcodes}
     if scripted:
         info.operators = _operators(mz, top)
     return info
 
 
-def read_data_pkl(mz: ModelZip, top: str, scripted: bool, bulk: bool = True
-                  ) -> tuple[PickleFacts, list[TensorInfo], dict[str, tuple[str, int, str]]]:
-    """data.pkl's facts, tensors and storages (key -> (dtype, numel, location)), with TorchScript's
-    constants.pkl: a state dict's records read in bulk (torchrecords.py) where `bulk` and they all
-    match, else the symbolic machine's walk, the reference the bulk read equals."""
-    data, what = mz.read(f"{top}data.pkl", MAX_PICKLE_BYTES), f"{mz.path}: {top}data.pkl"
-    records = torchrecords.read(data, what, storage_dtype) if bulk and not scripted else None
+@dataclass
+class DataPickle:
+    """What read_zip takes from data.pkl (and TorchScript's constants.pkl)."""
+    facts: PickleFacts
+    tensors: list[TensorInfo]
+    storages: dict[str, tuple[str, int, str]]   # key -> (dtype, numel, location)
+    top_level: str
+    bulk: bool                                  # read by torchrecords.py, not walked opcode by opcode
+
+
+def read_pickle(data, path: str, member: str = "data.pkl", bulk: bool = True) -> DataPickle:
+    """A data.pkl's tensors and storages: a state dict's records read in bulk (torchrecords.py) where `bulk`
+    and they all match, else the symbolic machine's walk, the reference the bulk read equals."""
+    what = f"{path}: {member}"
+    records = torchrecords.read(data, what, storage_dtype) if bulk else None
     if records is not None:  # the tensors the rest of the pickle holds (state_dict's _metadata: none), then theirs
-        return records.facts, _tensors(records.facts.root, len(records.tensors)) + records.tensors, records.storages
+        root = records.facts.root
+        return DataPickle(records.facts, _tensors(root, len(records.tensors)) + records.tensors, records.storages,
+                          _type_name(root), True)
     facts = walk(Window(data), what)
-    if scripted and f"{top}constants.pkl" in mz.infos:
+    return DataPickle(facts, _tensors(facts.root), _storages(facts.persistent_ids, path), _type_name(facts.root), False)
+
+
+def _read_data_pkl(mz: ModelZip, top: str, scripted: bool) -> DataPickle:
+    what = f"{mz.path}: {top}data.pkl"
+    if not scripted:
+        return read_pickle(mz.read(f"{top}data.pkl", MAX_PICKLE_BYTES), mz.path, f"{top}data.pkl")
+    facts = walk(Window(mz.read(f"{top}data.pkl", MAX_PICKLE_BYTES)), what)
+    if f"{top}constants.pkl" in mz.infos:
         constants = walk(Window(mz.read(f"{top}constants.pkl", MAX_PICKLE_BYTES)), f"{mz.path}: constants.pkl")
         facts.globals += [g for g in constants.globals if g not in facts.globals]
         facts.persistent_ids.extend(constants.persistent_ids)
-    return facts, _tensors(facts.root), _storages(facts.persistent_ids, mz.path)
+    return DataPickle(facts, _tensors(facts.root), _storages(facts.persistent_ids, mz.path), _type_name(facts.root),
+                      False)
 
 
 def read_legacy(data, path: str) -> ModelInfo:
