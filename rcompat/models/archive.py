@@ -146,7 +146,10 @@ def _plain_directory(fh: BinaryIO, size: int) -> list[Member] | None:
             return None
         raw = directory[at:at + n_name]
         at += n_name
-        name = raw.decode("utf-8" if flags & 0x800 else "cp437")
+        try:
+            name = raw.decode("utf-8" if flags & 0x800 else "cp437")
+        except UnicodeDecodeError:  # zipfile's own refusal (a ModelFileError) stays the reference
+            return None
         if "\x00" in name:  # zipfile cuts a name at NUL: leave that reading to it
             return None
         append(new(Member, (name, offset, csize, usize, method, flags, crc)))  # tuple.__new__: no Python frame

@@ -100,3 +100,18 @@ class _no_error:
 
     def __exit__(self, *exc):
         return False
+
+
+def test_a_name_that_is_not_utf8_is_refused_as_zipfile_refuses_it(tmp_path):
+    """The UTF-8 flag on a name whose bytes are not UTF-8 (a fuzz case of benchmarks/fuzz_model.py): the
+    directory reader hands the archive to zipfile, whose error is the one-line refusal."""
+    good = tmp_path / "good.zip"
+    with zipfile.ZipFile(good, "w") as zf:
+        zf.writestr("arch/é.pkl", b"x")  # non-ASCII: zipfile sets the UTF-8 flag
+    raw = good.read_bytes().replace("é".encode(), b"\xff\xfe")
+    bad = tmp_path / "bad.zip"
+    bad.write_bytes(raw)
+    with pytest.raises(UnicodeDecodeError):
+        zipfile.ZipFile(bad)
+    with pytest.raises(ModelFileError, match="truncated or corrupt zip"):
+        _open(bad)
