@@ -32,12 +32,11 @@ from rcompat.models.facts import ITEMSIZE, TensorInfo
 from rcompat.models.pickles import MAX_MEMO, MAX_OPCODES, Call, Dict, Global, PickleFacts, Resume, Window, walk
 
 BATCH = 1000                  # pickle's _BATCHSIZE: items per MARK … SETITEMS
-_INT = (rb"(?:K.|M..|J....|\x8a(?:\x01.|\x02..|\x03...|\x04.{4}|\x05.{5}|\x06.{6}|\x07.{7}|\x08.{8}))")
+_INT = rb"(?:K.|M..|J....|\x8a(?:\x05.{5}|\x06.{6}|\x07.{7}|\x08.{8}))"  # LONG1 as pickle writes it: 5..8 bytes
 _PUT = rb"(q.|r....)"
 _GET = rb"(h.|j....)"
-_TUPLE_BODY = (rb"(" + _INT + rb"\x85|" + _INT * 2 + rb"\x86|" + _INT * 3 + rb"\x87|\(" + _INT + rb"{4,64}t)")
+_TUPLE_BODY = rb"(" + _INT + rb"{1,3}[\x85-\x87]|\(" + _INT + rb"{4,64}t)"   # TUPLE1/2/3: _shape checks the count
 _KEY = b"|".join(bytes([n]) + b"\0\0\0" + rb"\d{%d}[qr]" % n for n in range(1, 10))   # str(int): torch's keys
-_DEVICE = b"|".join(bytes([n]) + b"\0\0\0" + rb"[\w:.\-]{%d}[qr]" % n for n in range(1, 33))
 _RECORD = re.compile(
     _PUT                                                                      # 1  the name, memoized
     + rb"(?:ctorch\._utils\n_rebuild_tensor_v2\n" + _PUT + rb"|" + _GET + rb")"    # 2 3
@@ -45,7 +44,7 @@ _RECORD = re.compile(
     + rb"(?:X\x07\0\0\0storage" + _PUT + rb"|" + _GET + rb")"                     # 4 5
     + rb"(?:ctorch\n(\w{1,40}Storage)\n" + _PUT + rb"|" + _GET + rb")"            # 6 7 8
     + rb"(?:X(?=" + _KEY + rb")....(\d+)" + _PUT + rb"|" + _GET + rb")"          # 9 10 11
-    + rb"(?:X(?=" + _DEVICE + rb")....([\w:.\-]+)" + _PUT + rb"|" + _GET + rb")"  # 12 13 14
+    + rb"(?:X([\x01-\x20]\0\0\0[\w:.\-]+?)" + _PUT + rb"|" + _GET + rb")"     # 12 13 14: _constants checks the length
     + rb"(" + _INT + rb")t" + _PUT + rb"Q"                                       # 15 numel, 16
     + _INT
     + rb"(?:\)|" + _TUPLE_BODY + _PUT + rb")"                                     # 17 shape, 18
@@ -214,7 +213,9 @@ def _constants(constants: tuple, fetch: dict, device: str) -> str:
         elif not _same(fetch.get(get), value):
             raise _Fallback
     if dev_get is None:
-        device = dev.decode("ascii")
+        if dev[0] != len(dev) - 4:
+            raise _Fallback
+        device = dev[4:].decode("ascii")
         fetch[_get_of(dev_put)] = ("location", device)
         return device
     fetched = fetch.get(dev_get)
@@ -279,6 +280,10 @@ def _int(raw: bytes) -> int:
 def _shape(shape_raw: bytes | None, stride_raw: bytes | None) -> tuple[tuple[int, ...], int, int]:
     """(shape, its product, the opcodes of both tuples but their PUTs) from the tuples' bytes (None: `()`)."""
     shape = tuple(_int(x) for x in _INT_ONE.findall(shape_raw)) if shape_raw else ()
+    if shape_raw and shape_raw[0] != 0x28 and len(shape) != shape_raw[-1] - 0x84:  # TUPLE1/2/3 of 1/2/3 ints
+        raise _Fallback
+    if stride_raw and stride_raw[0] != 0x28 and len(_INT_ONE.findall(stride_raw)) != stride_raw[-1] - 0x84:
+        raise _Fallback
     numel = 1
     for n in shape:
         numel *= n
