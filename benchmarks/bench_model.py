@@ -27,7 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import best_of, record
+from _common import best_of, record, timed
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -40,6 +40,37 @@ def checkpoint(path: Path, mib: int) -> Path:
 
     torch.save({f"layer{i}.weight": torch.zeros(1 << 20) for i in range(max(1, mib // 4))}, path)  # 4 MiB each
     return path
+
+
+def whole_processes(path: Path, runs: int, mib: int) -> bool:
+    """The same comparison as a user meets it: `rcompat model inspect FILE` against a Python that imports
+    torch and loads the file, each a fresh process (interpreter start-up included), alternated, best of
+    `runs`; CPU time (user + system of the child) beside. Both run with compiled bytecode, as installed
+    packages do (pip writes .pyc files): the children may write it, under a cache folder of their own
+    (PYTHONPYCACHEPREFIX), and one run of each before timing writes it."""
+    import resource
+
+    argv = {"ours": [str(BIN / "rcompat"), "model", "inspect", str(path)],
+            "theirs": [sys.executable, "-c", "import sys, torch; torch.load(sys.argv[1], weights_only=True, mmap=True)",
+                       str(path)]}
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPYCACHEPREFIX"] = str(path.parent / "pycache")
+    for side in ("ours", "theirs"):
+        timed(argv[side], env=env)
+    wall: dict[str, list[float]] = {"ours": [], "theirs": []}
+    cpu: dict[str, list[float]] = {"ours": [], "theirs": []}
+    for _ in range(runs):
+        for side in ("ours", "theirs"):
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            wall[side].append(timed(argv[side], env=env)[0])
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu[side].append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    note = (f"CPU time: rcompat {min(cpu['ours']) * 1e3:.0f} ms, python -c 'import torch; torch.load(...)' "
+            f"{min(cpu['theirs']) * 1e3:.0f} ms")
+    print(note)
+    return record("model", f"rcompat model inspect of the same {mib} MiB checkpoint, whole process",
+                  min(wall["ours"]), "python -c 'import torch; torch.load(f, weights_only=True, mmap=True)'",
+                  min(wall["theirs"]), goal=0.05, note=note)
 
 
 def hostile_set(d: Path) -> dict[str, Path]:
@@ -113,6 +144,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeat", type=int, default=25)
     ap.add_argument("--mib", type=int, default=1024)
+    ap.add_argument("--processes", type=int, default=7, help="alternating runs of each command (best of)")
     args = ap.parse_args()
     import torch
 
@@ -132,6 +164,7 @@ def main() -> int:
         print(note)
         ok = record("model", f"model inspect of a {args.mib} MiB checkpoint (256 tensors), in process", min(ours),
                     "torch.load(weights_only=True, mmap=True)", min(theirs), goal=0.05, note=note)
+        ok = whole_processes(path, args.processes, args.mib) and ok
         path.unlink()
         hostile = hostile_set(Path(tmp))
         tools = scanners()
