@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import re
 import struct
-from array import array
 from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any, Callable
@@ -55,6 +54,7 @@ _RECORD = re.compile(
     re.DOTALL)
 _PUTS = itemgetter(0, 1, 3, 6, 9, 12, 15, 17, 19, 20, 22, 23, 24)       # the groups above, from 0
 _CONSTANTS = itemgetter(1, 2, 3, 4, 20, 21, 11, 12, 13)                  # rebuild, 'storage', device, OrderedDict
+_TENSOR = itemgetter(7, 14, 16, 18)                                      # storage type fetch, size, shape, stride
 _INT_ONE = re.compile(_INT, re.DOTALL)
 _U2 = struct.Struct("<H").unpack_from
 _U4 = struct.Struct("<I").unpack_from
@@ -64,6 +64,7 @@ _ORDERED_TOP = b"\x80\x02ccollections\nOrderedDict\nq\x00)Rq\x01"
 _REBUILD = Global("torch._utils", "_rebuild_tensor_v2")
 _ORDERED = Global("collections", "OrderedDict")
 _Q_PUTS = b"".join(b"q" + bytes([i]) for i in range(256))  # pickle's BINPUT 0..255, as it writes them
+_BYTES = bytes(range(256))
 
 
 class _Fallback(Exception):
@@ -97,11 +98,12 @@ def _read(data, what, storage_dtype, root, pos, count, puts, fetch) -> TorchReco
     end = len(data)
     names: dict[str, None] = {g.dotted: None for g in fetch.values()}
     keys: dict[bytes, str] = {}       # storage keys by the PUT that memoized them
-    kinds: dict[bytes, tuple] = {}    # storage types by the fetch that reads them: (dtype, itemsize)
+    kinds: dict[bytes | None, tuple] = {}  # storage types by the fetch that reads them: (dtype, itemsize)
     tensors: list[TensorInfo] = []
     storages: dict[str, tuple[str, int, str]] = {}
-    shapes: dict[tuple, tuple] = {}   # (shape bytes, stride bytes) -> (shape, numel, opcodes)
-    numels: dict[bytes, int] = {}
+    # (storage type fetch, size, shape and stride bytes) -> (dtype, shape, nbytes, storage, opcodes): most
+    # records repeat one of a few, so one lookup stands for decoding them (cleared when the location changes)
+    seen: dict[tuple, tuple] = {}
     steady = None                     # the constants' fetches once checked: most records repeat them
     device = ""
     match, extend, add = _RECORD.match, puts.extend, tensors.append
@@ -125,19 +127,23 @@ def _read(data, what, storage_dtype, root, pos, count, puts, fetch) -> TorchReco
             g = m.groups()
             extend(_PUTS(g))
             constants = _CONSTANTS(g)
-            kind = kinds.get(g[7])
             if constants != steady:  # in the order the pickle names them: rebuild, storage type, OrderedDict
-                device = _constants(constants, fetch, device)
+                was, device = device, _constants(constants, fetch, device)
+                if device != was:
+                    seen.clear()
                 if constants[0] is not None:
                     names.setdefault(_REBUILD.dotted, None)
-                if kind is None:
-                    kind = _kind(g, kinds, names, storage_dtype)
+                if g[7] not in kinds:
+                    _kind(g, kinds, names, storage_dtype)
                 if constants[4] is not None:
                     names.setdefault(_ORDERED.dotted, None)
                 if None not in (constants[1], constants[3], constants[5], constants[8]):
                     steady = constants   # all fetched, and checked: a record repeating them needs no look
-            elif kind is None:
-                kind = _kind(g, kinds, names, storage_dtype)
+            tensor = seen.get(_TENSOR(g))
+            if tensor is None:
+                tensor = _tensor(g, kinds, names, storage_dtype, device)
+                if g[7] is not None:     # a fetched storage type: the same bytes mean the same tensor facts
+                    seen[_TENSOR(g)] = tensor
             key = g[8]
             if key is not None:
                 key = keys[g[9]] = key.decode("ascii")
@@ -145,17 +151,9 @@ def _read(data, what, storage_dtype, root, pos, count, puts, fetch) -> TorchReco
                 key = keys.get(_put_of(g[10]))
                 if key is None:
                     raise _Fallback
-            numel = numels.get(g[14])
-            if numel is None:
-                numel = numels[g[14]] = _int(g[14])
-                if numel < 0:
-                    raise _Fallback   # torchfiles._storages refuses it: the walk says so
-            shape = shapes.get((g[16], g[18]))
-            if shape is None:
-                shape = shapes[g[16], g[18]] = _shape(g[16], g[18])
-            storages[key] = (kind[0], numel, device)
-            add(TensorInfo(name, kind[0], shape[0], None if kind[1] is None else shape[1] * kind[1], device, False))
-            count += shape[2]
+            storages[key] = tensor[3]
+            add(TensorInfo(name, tensor[0], tensor[1], tensor[2], device, False))
+            count += tensor[4]
             pos = m.end()
             n += 1
         if pos >= end or data[pos] != closer:
@@ -164,13 +162,16 @@ def _read(data, what, storage_dtype, root, pos, count, puts, fetch) -> TorchReco
     if not tensors:
         return None
     packed = b"".join(filter(None, puts))
-    count += len(puts) - puts.count(None) + 18 * len(tensors)
-    if packed != _sequential_puts(packed) or count > MAX_OPCODES - 1 or len(puts) > MAX_MEMO:
-        raise _Fallback
+    if packed != _sequential_puts(len(packed)):
+        raise _Fallback   # a memo index out of pickle's sequence: a fetch might not mean what the records say
+    memo_size = len(packed) // 2 if len(packed) <= len(_Q_PUTS) else 256 + (len(packed) - len(_Q_PUTS)) // 5
+    count += memo_size + 18 * len(tensors)   # every PUT, and the 18 other opcodes of a record but its tuples'
+    if count > MAX_OPCODES - 1 or memo_size > MAX_MEMO:
+        raise _Fallback   # the walk's limits decide
     memo = _Withheld((int.from_bytes(get[1:], "little"), value) for get, value in fetch.items()
                      if isinstance(value, Global))
     memo.update({1: root} if isinstance(root, Call) else {0: root})
-    memo.size = len(puts) - puts.count(None)
+    memo.size = memo_size
     try:
         facts = walk(Window(data, pos), what, Resume([root], memo, names, count))
     except ModelFileError:
@@ -228,6 +229,18 @@ def _same(fetched: Any, value: Any) -> bool:
     return fetched is value if isinstance(value, Global) else type(fetched) is str and fetched == value
 
 
+def _tensor(g: tuple, kinds: dict, names: dict, storage_dtype: Callable[[Any], str], device: str) -> tuple:
+    """(dtype, shape, nbytes, (dtype, size, location), opcodes but PUTs) of a record, from its bytes."""
+    kind = kinds.get(g[7]) if g[7] is not None else _kind(g, kinds, names, storage_dtype)
+    if kind is None:
+        raise _Fallback
+    numel = _int(g[14])
+    if numel < 0:
+        raise _Fallback   # torchfiles._storages refuses it: the walk says so
+    shape, product, ops = _shape(g[16], g[18])
+    return kind[0], shape, None if kind[1] is None else product * kind[1], (kind[0], numel, device), ops
+
+
 def _kind(g: tuple, kinds: dict, names: dict, storage_dtype: Callable[[Any], str]) -> tuple[str, int | None]:
     """A storage type put by this record (GLOBAL torch.XStorage): its dtype and item size, for the fetches."""
     if g[5] is None:      # a fetch of something the records did not put as a storage type
@@ -248,21 +261,22 @@ def _get_of(put: bytes) -> bytes:
     return (b"h" if put[0] == 0x71 else b"j") + put[1:]
 
 
-def _sequential_puts(packed: bytes) -> bytes:
-    """What pickle writes for PUTs 0, 1, 2, … of the same total length: BINPUT below 256, then LONG_BINPUT."""
-    if len(packed) <= len(_Q_PUTS):
-        return _Q_PUTS[:len(packed)]
-    longs = (len(packed) - len(_Q_PUTS)) // 5
-    indexes = array("I", range(256, 256 + longs))
-    if indexes.itemsize != 4:
-        raise _Fallback
-    if struct.pack("=I", 1) != struct.pack("<I", 1):
-        indexes.byteswap()
-    raw = indexes.tobytes()
+def _sequential_puts(length: int) -> bytes:
+    """What pickle writes for PUTs 0, 1, 2, … filling `length` bytes: BINPUT below 256, then LONG_BINPUT
+    (little-endian). Built a byte column at a time (each repeats in runs of 256**k), so in C but for
+    a loop of length/1280 turns."""
+    if length <= len(_Q_PUTS):
+        return _Q_PUTS[:length]
+    longs = (length - len(_Q_PUTS)) // 5
+    first, stop = 256, 256 + longs
     out = bytearray(5 * longs)
     out[0::5] = b"r" * longs
-    for i in range(4):
-        out[i + 1::5] = raw[i::4]
+    out[1::5] = (_BYTES * (longs // 256 + 2))[first % 256:first % 256 + longs]
+    for column, shift in ((2, 8), (3, 16), (4, 24)):
+        run = bytearray()
+        for value in range(first >> shift, ((stop - 1) >> shift) + 1):
+            run += bytes([value & 0xFF]) * (min(stop, (value + 1) << shift) - max(first, value << shift))
+        out[column::5] = run
     return _Q_PUTS + bytes(out)
 
 
