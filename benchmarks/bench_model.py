@@ -5,16 +5,17 @@ the reason otherwise) as commands on the same hostile set (the builders of tests
 seconds over the set, and what each says of every file.
 
 What is measured (2 shared cores, 2026-12-04, torch 2.13.0, Python 3.11): the 1 GiB file holds 256
-tensors; its data.pkl is 7,691 opcodes. rcompat reads the zip directory (~0.26 ms: end records and the
-whole directory in one read, rcompat/models/archive.py; ~0.5 ms through zipfile before), data.pkl
-(0.01 ms) and walks it (~1.7 ms with the byte-dispatch walker of rcompat/models/pickles.py; ~2.7 ms with
-pickletools.genops before it), then names the tensors (~0.4 ms). torch.load maps the file and unpickles
-with the C unpickler but builds 256 storages and tensors over the map: ~15 ms of CPU, and of wall time
-once the file is in the page cache (~35 ms of wall time right after it was written). Wall time is what
-the row records; the note gives both sides' CPU time. docs/models.md says why the walk is not the C
-unpickler.
+tensors; its data.pkl is 7,691 opcodes. In process, rcompat reads the zip directory (~0.26 ms, one read:
+rcompat/models/archive.py), data.pkl, and its tensor records in bulk (~0.8 ms: one compiled pattern per
+record, rcompat/models/torchrecords.py; the opcode walk of rcompat/models/pickles/ took ~2.2 ms):
+~1.3 ms against ~15.5 ms for torch.load, which maps the file and builds 256 storages and tensors over
+it (0.084x; 0.18x before the bulk read). Wall time is what the rows record; the notes give both sides'
+CPU time. The second row runs both as a user would, each a fresh process, interpreter start-up and
+imports included: `rcompat model inspect FILE` (~62 ms of CPU) against `python -c "import torch;
+torch.load(...)"` (~1.6 s, most of it importing torch): ~0.04x. docs/models.md says why the walk is not
+the C unpickler.
 
-    .venv/bin/python benchmarks/bench_model.py [--repeat 25] [--mib 1024]
+    .venv/bin/python benchmarks/bench_model.py [--repeat 25] [--mib 1024] [--processes 7]
 """
 from __future__ import annotations
 
