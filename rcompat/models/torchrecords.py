@@ -31,6 +31,7 @@ from rcompat.models.facts import ITEMSIZE, TensorInfo
 from rcompat.models.pickles import MAX_MEMO, MAX_OPCODES, Call, Dict, Global, PickleFacts, Resume, Window, walk
 
 BATCH = 1000                  # pickle's _BATCHSIZE: items per MARK … SETITEMS
+_MAX_RECORDS = MAX_OPCODES // 25  # a record is 25 opcodes or more (18, two empty tuples, 5 PUTs at least)
 _INT = rb"(?:K.|M..|J....|\x8a(?:\x05.{5}|\x06.{6}|\x07.{7}|\x08.{8}))"  # LONG1 as pickle writes it: 5..8 bytes
 _PUT = rb"(q.|r....)"
 _GET = rb"(h.|j....)"
@@ -43,7 +44,7 @@ _RECORD = re.compile(
     + rb"(?:X\x07\0\0\0storage" + _PUT + rb"|" + _GET + rb")"                     # 4 5
     + rb"(?:ctorch\n(\w{1,40}Storage)\n" + _PUT + rb"|" + _GET + rb")"            # 6 7 8
     + rb"(?:X(?=" + _KEY + rb")....(\d+)" + _PUT + rb"|" + _GET + rb")"          # 9 10 11
-    + rb"(?:X([\x01-\x20]\0\0\0[\w:.\-]+?)" + _PUT + rb"|" + _GET + rb")"     # 12 13 14: _constants checks the length
+    + rb"(?:X([\x01-\x20]\0\0\0[\w:.\-]{1,32}?)" + _PUT + rb"|" + _GET + rb")"     # 12 13 14: _constants checks the length
     + rb"(" + _INT + rb")t" + _PUT + rb"Q"                                       # 15 numel, 16
     + _INT
     + rb"(?:\)|" + _TUPLE_BODY + _PUT + rb")"                                     # 17 shape, 18
@@ -117,6 +118,8 @@ def _read(data, what, storage_dtype, root, pos, count, puts, fetch) -> TorchReco
             count += 1
         else:
             break
+        if len(tensors) > _MAX_RECORDS:
+            raise _Fallback   # near the walk's opcode limit: it decides, before the records cost more than it
         n = 0
         while pos < end and data[pos] == 0x58 and n < limit:
             start = pos + 5 + _U4(data, pos + 1)[0]
