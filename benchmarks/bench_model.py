@@ -9,7 +9,8 @@ tensors; its data.pkl is 7,691 opcodes. In process, rcompat reads the zip direct
 rcompat/models/archive.py), data.pkl, and its tensor records in bulk (~0.8 ms: one compiled pattern per
 record, rcompat/models/torchrecords.py; the opcode walk of rcompat/models/pickles/ took ~2.2 ms):
 ~1.3 ms against ~15.5 ms for torch.load, which maps the file and builds 256 storages and tensors over
-it (0.084x; 0.18x before the bulk read). Wall time is what the rows record; the notes give both sides'
+it (0.084x in separate processes, ~0.11x here where the calls alternate in one process; 0.18x before
+the bulk read). Wall time is what the rows record; the notes give both sides'
 CPU time. The second row runs both as a user would, each a fresh process, interpreter start-up and
 imports included: `rcompat model inspect FILE` (~62 ms of CPU) against `python -c "import torch;
 torch.load(...)"` (~1.6 s, most of it importing torch): ~0.04x. docs/models.md says why the walk is not
