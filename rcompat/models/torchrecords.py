@@ -118,8 +118,8 @@ def _read(data, what, storage_dtype, root, pos, count, puts, fetch) -> TorchReco
             count += 1
         else:
             break
-        if len(tensors) > _MAX_RECORDS:
-            raise _Fallback   # near the walk's opcode limit: it decides, before the records cost more than it
+        if len(tensors) > _MAX_RECORDS or len(puts) > MAX_MEMO:
+            raise _Fallback   # near the walk's opcode or memo limit: it decides, before the records cost more
         n = 0
         while pos < end and data[pos] == 0x58 and n < limit:
             start = pos + 5 + _U4(data, pos + 1)[0]
