@@ -184,3 +184,20 @@ def test_rest_of_pickle_fetching_a_record_walks_the_whole_pickle(variants):
         assert assert_same(changed) is False
     overwrite = data[:tail] + b"h\x00q\x05" + data[tail + 2:]  # a PUT over a record's memo entry
     assert assert_same(overwrite) is False
+
+
+@pytest.mark.parametrize("limit", ["MAX_OPCODES", "MAX_MEMO"])
+def test_the_walks_limits_decide_and_refuse_the_same(variants, monkeypatch, limit):
+    """With a limit the records pass (lowered here for a file of 2,500 tensors), the bulk read hands the
+    pickle to the walk, which refuses it with its own message."""
+    from rcompat.models.pickles import machine
+
+    data, _ = variants["2,500 tensors (batches, LONG_BINPUT)"]
+    value = {"MAX_OPCODES": 20_000, "MAX_MEMO": 10_000}[limit]  # the file: ~80,000 opcodes, ~20,000 memo entries
+    monkeypatch.setattr(machine, limit, value)
+    monkeypatch.setattr(torchrecords, limit, value)
+    if limit == "MAX_OPCODES":
+        monkeypatch.setattr(torchrecords, "_MAX_RECORDS", value // 25)
+    fast, used = outcome(data, bulk=True)
+    assert fast == outcome(data, bulk=False)[0] and not used
+    assert fast[0] == "refused" and "refused as hostile" in fast[1]
