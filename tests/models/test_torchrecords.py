@@ -201,3 +201,15 @@ def test_the_walks_limits_decide_and_refuse_the_same(variants, monkeypatch, limi
     fast, used = outcome(data, bulk=True)
     assert fast == outcome(data, bulk=False)[0] and not used
     assert fast[0] == "refused" and "refused as hostile" in fast[1]
+
+
+@pytest.mark.gpu
+def test_a_file_saved_from_real_gpu_tensors_reads_the_same_in_bulk(tmp_path):
+    if not torch.cuda.is_available():
+        pytest.skip("needs an NVIDIA GPU and driver (none here): the file must be saved from real cuda tensors")
+    path = tmp_path / "on_gpu.pt"
+    torch.save({"w": torch.ones(4, 4, device="cuda:0"), "h": torch.zeros(3, dtype=torch.bfloat16, device="cuda:0"),
+                "cpu": torch.ones(2)}, path)
+    assert assert_same(data_pkl(path)) is True
+    info = read_model(path)
+    assert info.devices == ["cpu", "cuda:0"] and [t.device for t in info.tensors] == ["cuda:0", "cuda:0", "cpu"]
