@@ -44,7 +44,7 @@ _RECORD = re.compile(
     + rb"(?:X\x07\0\0\0storage" + _PUT + rb"|" + _GET + rb")"                     # 4 5
     + rb"(?:ctorch\n(\w{1,40}Storage)\n" + _PUT + rb"|" + _GET + rb")"            # 6 7 8
     + rb"(?:X(?=" + _KEY + rb")....(\d+)" + _PUT + rb"|" + _GET + rb")"          # 9 10 11
-    + rb"(?:X([\x01-\x20]\0\0\0[\w:.\-]{1,32}?)" + _PUT + rb"|" + _GET + rb")"     # 12 13 14: _constants checks the length
+    + rb"(?:X([\x01-\x20]\0\0\0[\w:.\-]{1,32}?)" + _PUT + rb"|" + _GET + rb")"     # 12 13 14 (length: _constants)
     + rb"(" + _INT + rb")t" + _PUT + rb"Q"                                       # 15 numel, 16
     + _INT
     + rb"(?:\)|" + _TUPLE_BODY + _PUT + rb")"                                     # 17 shape, 18

@@ -92,6 +92,8 @@ def _variants() -> dict[str, tuple[bytes, bool]]:
     optimizer.step()
     huge = _Storage(("storage", torch.FloatStorage, "0", "cpu", 2 ** 40))
     negative = _Storage(("storage", torch.FloatStorage, "0", "cpu", -5))
+    places = [_Storage(("storage", torch.FloatStorage, str(i), where, 4)) for i, where in enumerate(
+        ["cpu", "cuda:1", "cpu", "cuda:1"])]
     return {
         "shapes": (saved({f"t{i}": torch.zeros(s) for i, s in enumerate(shapes)}), True),
         "dtypes": (saved({str(d): torch.ones(3, dtype=d) for d in dtypes}), True),
@@ -105,6 +107,10 @@ def _variants() -> dict[str, tuple[bytes, bool]]:
         "requires_grad": (saved({"leaf": torch.ones(2, requires_grad=True)}), True),
         "a LONG storage size": (torch_like({"big": _Tensor(huge, (2 ** 40,), (1,))}), True),
         "a negative storage size": (torch_like({"bad": _Tensor(negative, (5,), (1,))}), False),
+        "two locations in turn": (torch_like({f"t{i}": _Tensor(p, tuple([4]), tuple([1]))  # fresh tuples, as torch's
+                                              for i, p in enumerate(places)}), True),
+        "a shape tuple fetched again": (torch_like({f"t{i}": _Tensor(p, (4,), (1,)) for i, p in enumerate(places)}),
+                                        False),
         "state_dict() with _metadata": (saved(torch.nn.Sequential(torch.nn.Linear(2, 3),
                                                                   torch.nn.BatchNorm1d(3)).state_dict()), True),
         "the same tensor twice": (saved({"a": base, "b": base}), False),
@@ -143,7 +149,8 @@ def test_cuda0_storages_keep_their_device(model_dir):
 @pytest.mark.parametrize("name", [
     "shapes", "dtypes", "views and shared storages", "non-ASCII and long names", "a LONG shape",
     "one tensor (SETITEM)", "2,500 tensors (batches, LONG_BINPUT)", "requires_grad", "a LONG storage size",
-    "a negative storage size", "state_dict() with _metadata", "the same tensor twice", "nn.Parameter",
+    "a negative storage size", "two locations in turn", "a shape tuple fetched again", "state_dict() with _metadata",
+    "the same tensor twice", "nn.Parameter",
     "nested dicts", "optimizer state", "empty dict"])
 def test_variants_bulk_equals_walk(variants, name):
     data, bulk = variants[name]
@@ -160,6 +167,8 @@ def test_variants_read_what_torch_holds(variants):
     assert big.bulk and big.storages == {"0": ("float32", 2 ** 40, "cpu")} and big.tensors[0].nbytes == 2 ** 42
     views = read_pickle(variants["views and shared storages"][0], "t.pt")
     assert views.bulk and len(views.storages) == 1 and [t.shape for t in views.tensors] == [(20,), (15,), (2, 3), (10,)]
+    places = read_pickle(variants["two locations in turn"][0], "t.pt")
+    assert [t.device for t in places.tensors] == ["cpu", "cuda:1", "cpu", "cuda:1"] and places.bulk
     dtypes = read_pickle(variants["dtypes"][0], "t.pt")
     assert [t.dtype for t in dtypes.tensors] == ["bfloat16", "float16", "int8", "bool", "int64", "complex64", "uint8",
                                                  "float64", "int16", "int32"]
