@@ -64,7 +64,7 @@ def run_inspect(args: argparse.Namespace) -> int:
     import json
 
     from rcompat.cli.common import write_output
-    from rcompat.models.engine import inspect_models, inspection_document
+    from rcompat.models.inspection import inspect_models, inspection_document
     from rcompat.models.render import inspection_text
     from rcompat.progress import progress_for
 

@@ -1,29 +1,12 @@
-"""The model engine's two entry points: `inspect_models` (facts) and `check_models` (a Report)."""
+"""The model engine's two entry points: `inspect_models` (facts, inspection.py) and `check_models` (a Report)."""
 from __future__ import annotations
 
 from rcompat.model import Finding, Report, Status
 from rcompat.models.checks import AREA, Machine, check_model
-from rcompat.models.facts import MODEL_SCHEMA_VERSION, ModelInfo
-from rcompat.models.reader import find_models, read_model
+from rcompat.models.inspection import inspect_models, inspection_document
 from rcompat.models.target import Target, find_target
 
-
-def inspect_models(paths: "list[str]", progress=None) -> list[ModelInfo]:
-    files = find_models(paths)
-    out = []
-    for i, path in enumerate(files, 1):
-        if progress is not None:
-            progress.note(f"reading {i}/{len(files)}: {path}")
-        out.append(read_model(path))
-    return out
-
-
-def inspection_document(infos: list[ModelInfo]) -> dict:
-    """The JSON of `model inspect --format json` (docs/models.md): stable keys, only ever added to."""
-    from rcompat import __version__
-
-    return {"schema_version": MODEL_SCHEMA_VERSION, "tool": {"name": "rcompat", "version": __version__},
-            "command": "model inspect", "models": [i.to_dict() for i in infos]}
+__all__ = ["inspect_models", "inspection_document", "check_models", "machine_devices", "add_model_verdicts"]
 
 
 def machine_devices(spec: str = "auto") -> Machine:

@@ -11,12 +11,14 @@ number, the protocol version (1001), sys_info, the object, the storage keys — 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from rcompat.models.archive import ModelZip
 from rcompat.models.errors import ModelFileError
-from rcompat.models.facts import TORCH_LEGACY, TORCH_ZIP, TORCHSCRIPT, ModelInfo, TensorInfo, nbytes
-from rcompat.models.pickles import MAX_VISIT, Call, Dict, Global, Persistent, Window, walk
+from rcompat.models.facts import ITEMSIZE, TORCH_LEGACY, TORCH_ZIP, TORCHSCRIPT, ModelInfo, TensorInfo, nbytes
+from rcompat.models import torchrecords
+from rcompat.models.pickles import MAX_VISIT, Call, Dict, Global, Persistent, PickleFacts, Window, walk
 
 LEGACY_MAGIC = 0x1950A86A20F9469CFC6C
 LEGACY_PROTOCOL = 1001
@@ -35,40 +37,74 @@ _DTYPE_OF_STORAGE = {f"{kind}Storage": dtype for kind, dtype in _STORAGE_DTYPE.i
 # TorchScript's serialized code calls operators as torch.<aten op>(…) and ops.<namespace>.<op>(…).
 _OPS_CALL = re.compile(r"(?<![\w.])(?:torch\.)?ops\.([A-Za-z_]\w*)\.([A-Za-z_]\w*)\s*\(")
 _ATEN_CALL = re.compile(r"(?<![\w.])torch\.([A-Za-z_]\w*)\s*\(")
+_DATA_PKL = re.compile(r"\0([^/\0]*/[^/\0]*)data\.pkl(?=\0)")  # in the NUL-joined member names
 _NOT_OPERATORS = {"device", "dtype", "layout", "Size", "Tensor", "Generator", "memory_format", "qscheme"}
 
 
 def read_zip(mz: ModelZip) -> ModelInfo:
-    top = _top_folder(mz)
-    names = set(mz.names())
-    scripted = f"{top}constants.pkl" in names or any(n.startswith(f"{top}code/") for n in names)
+    listed = "\0" + "\0".join(mz.infos) + "\0"  # one text to search in C: no listed name holds a NUL
+    top = _top_folder(mz, listed)
+    names = mz.infos  # a dict: membership without building a set of every member name again
+    scripted = f"{top}constants.pkl" in names or f"\0{top}code/" in listed
     info = ModelInfo(mz.path, TORCHSCRIPT if scripted else TORCH_ZIP, mz.size)
     for member in (f"{top}version", f"{top}.data/version"):
         if member in names:
             info.format_version = _int_text(mz.read(member, 64), f"{mz.path}: {member}")
             break
-    facts = walk(Window(mz.read(f"{top}data.pkl", MAX_PICKLE_BYTES)), f"{mz.path}: {top}data.pkl")
+    read = _read_data_pkl(mz, top, scripted)
+    facts, info.tensors, storages = read.facts, read.tensors, read.storages
     info.globals = facts.globals
-    if scripted and f"{top}constants.pkl" in names:
-        constants = walk(Window(mz.read(f"{top}constants.pkl", MAX_PICKLE_BYTES)), f"{mz.path}: constants.pkl")
-        info.globals += [g for g in constants.globals if g not in info.globals]
-        facts.persistent_ids.extend(constants.persistent_ids)
-    info.tensors = _tensors(facts.root)
-    storages = _storages(facts.persistent_ids, mz.path)
+    folder = f"{top}data/"
     for key, (dtype, numel, _) in storages.items():
-        member = f"{top}data/{key}"
-        if member not in names:
+        member = folder + key
+        stored = names.get(member)
+        if stored is None:
             raise ModelFileError(f"{mz.path}: storage {key!r} has no member {member!r} (truncated or edited file)")
-        need = nbytes(dtype, (numel,))
-        if need is not None and mz.infos[member].file_size < need:
-            raise ModelFileError(f"{mz.path}: member {member!r} holds {mz.infos[member].file_size} bytes, its "
-                                 f"storage needs {need} (truncated member)")
+        if numel * ITEMSIZE.get(dtype, 0) > stored.file_size:  # what nbytes(dtype, (numel,)) is, unknown dtypes 0
+            raise ModelFileError(f"{mz.path}: member {member!r} holds {stored.file_size} bytes, its "
+                                 f"storage needs {nbytes(dtype, (numel,))} (truncated member)")
     info.devices = sorted({location for _, _, location in storages.values()})
-    info.details = {"top_level": _type_name(facts.root), "storages": len(storages), "archive_folder": top.rstrip("/"),
+    info.details = {"top_level": read.top_level, "storages": len(storages), "archive_folder": top.rstrip("/"),
                     "pickle_opcodes": facts.opcodes}
     if scripted:
         info.operators = _operators(mz, top)
     return info
+
+
+@dataclass
+class DataPickle:
+    """What read_zip takes from data.pkl (and TorchScript's constants.pkl)."""
+    facts: PickleFacts
+    tensors: list[TensorInfo]
+    storages: dict[str, tuple[str, int, str]]   # key -> (dtype, numel, location)
+    top_level: str
+    bulk: bool                                  # read by torchrecords.py, not walked opcode by opcode
+
+
+def read_pickle(data, path: str, member: str = "data.pkl", bulk: bool = True) -> DataPickle:
+    """A data.pkl's tensors and storages: a state dict's records read in bulk (torchrecords.py) where `bulk`
+    and they all match, else the symbolic machine's walk, the reference the bulk read equals."""
+    what = f"{path}: {member}"
+    records = torchrecords.read(data, what, storage_dtype) if bulk else None
+    if records is not None:  # the tensors the rest of the pickle holds (state_dict's _metadata: none), then theirs
+        root = records.facts.root
+        return DataPickle(records.facts, _tensors(root, len(records.tensors)) + records.tensors, records.storages,
+                          _type_name(root), True)
+    facts = walk(Window(data), what)
+    return DataPickle(facts, _tensors(facts.root), _storages(facts.persistent_ids, path), _type_name(facts.root), False)
+
+
+def _read_data_pkl(mz: ModelZip, top: str, scripted: bool) -> DataPickle:
+    what = f"{mz.path}: {top}data.pkl"
+    if not scripted:
+        return read_pickle(mz.read(f"{top}data.pkl", MAX_PICKLE_BYTES), mz.path, f"{top}data.pkl")
+    facts = walk(Window(mz.read(f"{top}data.pkl", MAX_PICKLE_BYTES)), what)
+    if f"{top}constants.pkl" in mz.infos:
+        constants = walk(Window(mz.read(f"{top}constants.pkl", MAX_PICKLE_BYTES)), f"{mz.path}: constants.pkl")
+        facts.globals += [g for g in constants.globals if g not in facts.globals]
+        facts.persistent_ids.extend(constants.persistent_ids)
+    return DataPickle(facts, _tensors(facts.root), _storages(facts.persistent_ids, mz.path), _type_name(facts.root),
+                      False)
 
 
 def read_legacy(data, path: str) -> ModelInfo:
@@ -101,11 +137,12 @@ def read_legacy(data, path: str) -> ModelInfo:
     return info
 
 
-def _top_folder(mz: ModelZip) -> str:
-    tops = [n[:-len("data.pkl")] for n in mz.names() if n.endswith("data.pkl") and n.count("/") == 1]
-    if not tops:
+def _top_folder(mz: ModelZip, listed: str) -> str:
+    """The first member named <top>data.pkl with one slash in all: where torch.save put the archive."""
+    found = _DATA_PKL.search(listed)
+    if found is None:
         raise ModelFileError(f"{mz.path}: a zip without <folder>/data.pkl; not a torch.save or torch.jit.save file")
-    return tops[0]
+    return found.group(1)
 
 
 def _int_text(raw: bytes, what: str) -> int:
@@ -135,8 +172,9 @@ def storage_dtype(kind: Any) -> str:
     return str(kind)
 
 
-def _tensors(root: Any) -> list[TensorInfo]:
-    """Tensors reachable from `root`, named by their path of dict keys / attributes."""
+def _tensors(root: Any, visited: int = 0) -> list[TensorInfo]:
+    """Tensors reachable from `root`, named by their path of dict keys / attributes; `visited` values were
+    already traversed elsewhere (the bulk-read records), counted against MAX_VISIT."""
     found: list[TensorInfo] = []
     seen: set[int] = set()
     todo: list[tuple[str, Any, bool]] = [("", root, False)]
@@ -145,7 +183,7 @@ def _tensors(root: Any) -> list[TensorInfo]:
         if id(value) in seen and not isinstance(value, (int, str, float)):
             continue
         seen.add(id(value))
-        if len(seen) > MAX_VISIT:  # a memo-built graph of hostile size: bounded work, then refused
+        if len(seen) + visited > MAX_VISIT:  # a memo-built graph of hostile size: bounded work, then refused
             raise ModelFileError(f"pickle holds over {MAX_VISIT:,} values; refused as hostile")
         if isinstance(value, Dict):
             todo.extend((_join(name, k), v, False) for k, v in reversed(value))

@@ -26,65 +26,11 @@ from __future__ import annotations
 
 import codecs
 import struct
-from dataclasses import dataclass, field
-from functools import cached_property
 from typing import Any
 
 from rcompat.models.errors import ModelFileError
-
-MAX_OPCODES = 20_000_000      # a 10,000-tensor checkpoint takes ~300k
-MAX_STACK = 1_000_000
-MAX_MARKS = 10_000            # MARKs open at once: real pickles nest a few dozen deep
-MAX_MEMO = 5_000_000
-MAX_VISIT = 5_000_000         # values traversed when reading the result
-CHECK_EVERY = 4096            # opcodes between the stack/memo/opcode-count checks
-
-
-@dataclass(frozen=True)
-class Global:
-    module: str
-    name: str
-
-    @cached_property  # asked once per tensor of a checkpoint; a pickle names each global once (then BINGET)
-    def dotted(self) -> str:
-        return f"{self.module}.{self.name}"
-
-
-@dataclass(eq=False)
-class Call:
-    """What REDUCE/NEWOBJ/INST/OBJ would have built: `func(*args)`, with BUILD's state if any."""
-    func: Any
-    args: Any
-    state: Any = None
-    items: list = field(default_factory=list)  # APPEND/SETITEM on the would-be object
-
-
-@dataclass(eq=False)
-class Persistent:
-    pid: Any
-
-
-class Dict(list):
-    """A dict as its (key, value) pairs: keys may be placeholders, which are not hashable by value."""
-
-
-class Window:
-    """Where a pickle lies: bytes or a memory map, and the span [pos, end) `walk` may read; `walk` leaves
-    pos just past the pickle's STOP (the legacy format holds several pickles in a row)."""
-
-    def __init__(self, data, start: int = 0, end: int | None = None) -> None:
-        self.data, self.pos, self.end = data, start, len(data) if end is None else min(end, len(data))
-
-
-@dataclass
-class PickleFacts:
-    root: Any
-    globals: list[str]                 # dotted names in order of first appearance
-    persistent_ids: list[Any]
-    opcodes: int
-    end: int                           # offset just past STOP
-    dynamic_globals: int = 0           # STACK_GLOBALs whose names were not plain strings
-    extensions: int = 0                # EXT1/2/4: copyreg's registry, a global by number
+from rcompat.models.pickles.values import (CHECK_EVERY, MAX_MARKS, MAX_MEMO, MAX_OPCODES, MAX_STACK, Call, Dict,
+                                           Global, Persistent, PickleFacts, Resume, Window)
 
 
 _U2 = struct.Struct("<H").unpack_from
@@ -96,11 +42,12 @@ _ERRORS = (ValueError, IndexError, KeyError, TypeError, UnicodeDecodeError, stru
            MemoryError, AttributeError)
 
 
-def walk(window: Window, what: str) -> PickleFacts:
+def walk(window: Window, what: str, resume: Resume | None = None) -> PickleFacts:
     """Run the symbolic machine over one pickle starting at window.pos, up to and including STOP;
-    window.pos is left just past STOP."""
+    window.pos is left just past STOP. With `resume`, from that state (window.pos then being where the
+    opcodes it accounts for end); error messages then count bytes from window.pos."""
     try:
-        facts = _run(window.data, window.pos, window.end, what)
+        facts = _run(window.data, window.pos, window.end, what, resume)
     except ModelFileError:
         raise
     except _ERRORS as exc:
@@ -114,7 +61,7 @@ def _short(exc: BaseException) -> str:
     return text[:160] + ("…" if len(text) > 160 else "")
 
 
-def _run(data, pos: int, end: int, what: str) -> PickleFacts:  # noqa: C901 - the VM's one loop, by design
+def _run(data, pos: int, end: int, what: str, resume: Resume | None) -> PickleFacts:  # noqa: C901 - the VM's one loop, by design
     def short_read(n) -> ModelFileError:
         return ModelFileError(f"{what}: not a readable pickle (an argument of {n:,} bytes runs past the end "
                               f"of the {end - start:,} bytes there: truncated or hostile)")
@@ -138,15 +85,16 @@ def _run(data, pos: int, end: int, what: str) -> PickleFacts:  # noqa: C901 - th
         return Global("<dynamic>", "<dynamic>")
 
     start = pos
-    stack: list = []
+    stack: list = resume.stack if resume else []
     append = stack.append
     metastack: list[list] = []
     below = 0  # items on the stacks under the open marks
-    memo: dict = {}
-    names: dict[str, None] = {}
+    memo: dict = resume.memo if resume else {}
+    names: dict[str, None] = resume.names if resume else {}
     pids: list = []
     counts = [0, 0]  # dynamic STACK_GLOBALs, EXT opcodes
-    count, check_at = 0, CHECK_EVERY
+    count = resume.count if resume else 0
+    check_at = (count // CHECK_EVERY + 1) * CHECK_EVERY  # the same check points as a walk from the start
     while True:
         if pos >= end:
             raise ModelFileError(f"{what}: the pickle ends before its STOP opcode (truncated)")
