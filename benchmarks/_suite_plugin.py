@@ -82,6 +82,11 @@ def same_tests(old_ids: list[str], today: list[str]) -> tuple[list[str], list[st
     return sorted(set(chosen)), gone
 
 
+def _plain(nodeid: str) -> str:
+    """The id without the "@group" that xdist's loadgroup appends (tests/conftest.py)."""
+    return nodeid.rpartition("@")[0] if nodeid.rfind("@") > nodeid.rfind("]") else nodeid
+
+
 def _cpu() -> tuple[float, float]:
     me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     return me.ru_utime + me.ru_stime, kids.ru_utime + kids.ru_stime
@@ -103,20 +108,20 @@ class SuitePlugin:
             return
         old = [line.strip() for line in Path(ids_file).read_text().splitlines()
                if line.strip() and not line.startswith("#")]
-        keep, self.gone = same_tests(old, [item.nodeid for item in items])
+        keep, self.gone = same_tests(old, [_plain(item.nodeid) for item in items])
         keep = set(keep)
         if self.profile:  # under xdist the workers collect, not the controller: each says what it matched
             (self.profile / f"collected-{self.worker}.json").write_text(
                 json.dumps({"old": len(old), "matched": len(keep), "gone": self.gone}))
-        config.hook.pytest_deselected(items=[i for i in items if i.nodeid not in keep])
-        items[:] = [i for i in items if i.nodeid in keep]
+        config.hook.pytest_deselected(items=[i for i in items if _plain(i.nodeid) not in keep])
+        items[:] = [i for i in items if _plain(i.nodeid) in keep]
 
     def _phase(self, item, phase):
         start, cpu = time.time(), _cpu()
         yield
         if self.profile:
             end, after = time.time(), _cpu()
-            line = {"id": item.nodeid, "phase": phase, "worker": self.worker, "start": start, "end": end,
+            line = {"id": _plain(item.nodeid), "phase": phase, "worker": self.worker, "start": start, "end": end,
                     "cpu_self": after[0] - cpu[0], "cpu_children": after[1] - cpu[1]}
             with open(self.profile / f"{self.worker}.jsonl", "a") as out:
                 out.write(json.dumps(line) + "\n")

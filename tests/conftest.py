@@ -167,9 +167,15 @@ def wheel_builder():
 # -- the parallel run (pytest-xdist, `make test`) ----------------------------------------------------
 # Tests are independent unless marked: `tier` tests share the Debian root and run one after another on
 # one worker; `serial` tests own another machine-wide resource (daemons, a CPU they load on purpose)
-# and do the same on a worker of their own. trylast: after tests/tier/conftest.py has marked its tests,
-# and before xdist's own trylast hook reads the xdist_group marks (conftest hooks are called first).
-@pytest.hookimpl(trylast=True)
+# and do the same on a worker of their own. xdist reads the xdist_group marks in its own
+# pytest_collection_modifyitems, a plain hook (pytest-xdist 3.8), so these marks must come first:
+# tryfirst. tests/tier/conftest.py marks its tests `tier` in a tryfirst hook too; it registers later,
+# so pluggy calls it before this one. tests/core/test_xdist_groups.py checks the order in a real run
+# (with trylast, as before, the groups were never formed: the tier ran on both workers, building its
+# venvs twice, and the tests that load a CPU on purpose ran beside others).
+# Scheduling: --dist loadgroup hands out the largest group first (xdist's loadscope reordering), so
+# the tier's chain of tests, the longest one, starts at once and overlaps everything else.
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     for item in items:
         for group in ("tier", "serial"):
