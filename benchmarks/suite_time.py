@@ -44,12 +44,22 @@ def run_suite(workers: str, ids: Path | None, profile: Path, extra: list[str]) -
     load_before = os.getloadavg()
     start = time.monotonic()
     with open(log, "w") as out:
-        proc = subprocess.Popen(argv + extra, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(argv + extra, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                preexec_fn=_default_signals)
         _, status, usage = os.wait4(proc.pid, 0)
     wall = time.monotonic() - start
     summary = json.loads((profile / "summary.json").read_text()) if (profile / "summary.json").exists() else {}
     return {"wall_s": wall, "cpu_s": usage.ru_utime + usage.ru_stime, "exit": os.waitstatus_to_exitcode(status),
             "load_before": load_before, "load_after": os.getloadavg(), "log": str(log), **summary}
+
+
+def _default_signals() -> None:
+    """pytest gets SIGINT and SIGHUP as in a terminal, even when this script was started with them
+    ignored (`nohup`, `&` in a script): tests of rcompat's signal handling send them on purpose."""
+    import signal
+
+    for sig in (signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)
 
 
 def read_profile(profile: Path) -> list[dict]:
