@@ -2,7 +2,7 @@
 """How long `make test` takes for the tests issue 31 timed: the goal is at most half of 8 min 16 s
 (496 s, serial, 1,466 passed and 4 skipped at d972781), so at most 248 s on a warm, quiet 2-core machine.
 
-Runs pytest exactly as `make test` does (`-n auto --dist loadgroup`, or --workers), keeping only today's
+Runs pytest exactly as `make test` does (`-n CPUs+1 --dist loadgroup`, or --workers), keeping only today's
 tests for the ids collected at d972781 (benchmarks/suite_ids_d972781.txt; tests renamed or moved since
 are followed, see _suite_plugin.py; --all runs every test), and reports the wall time, the CPU time of
 pytest and every process it reaped (user + system), the count of each outcome and the load average.
@@ -103,7 +103,8 @@ def analyse(rows: list[dict], top: int) -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--workers", default="auto", help="pytest-xdist workers, as PYTEST_WORKERS (0: serial)")
+    parser.add_argument("--workers", default=str(len(os.sched_getaffinity(0)) + 1),
+                        help="pytest-xdist workers, as PYTEST_WORKERS (default: as make test, CPUs + 1; 0: serial)")
     parser.add_argument("--ids", type=Path, default=HERE / "suite_ids_d972781.txt",
                         help="test ids of the earlier commit (default: d972781's)")
     parser.add_argument("--all", action="store_true", help="every test collected today, not only the same ids")
