@@ -14,8 +14,9 @@ TEST_STAMP := $(VENV)/.rcompat-test-setup
 TORCH_REQUIREMENT ?= torch==2.13.0
 PYTEST_ARGS ?=
 # Tests run in parallel (pytest-xdist); `tier` and `serial` tests keep to one worker each (tests/conftest.py).
-# PYTEST_WORKERS=0 runs everything in this process, one test after another.
-PYTEST_WORKERS ?= auto
+# One worker more than CPUs: tests that wait for a timeout on purpose (a hang must be seen killed) and
+# the tier's disk work leave a CPU idle otherwise (docs/testing.md). PYTEST_WORKERS=0: one process, serial.
+PYTEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
 ARGS ?=
 
 .PHONY: all setup system doctor test bench fuzz docs-check clean

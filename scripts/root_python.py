@@ -3,7 +3,8 @@
 
     host_python() -> HostPython                        the CPython the host's torch wheel is for
     ensure_wheelhouse(debian_root, root, python) -> Path   its cp3XY wheels, built once and cached
-    binds(python, wheelhouse) -> dict                   read-only binds for run_in_root
+    ensure_site(debian_root, root, python, wheelhouse) -> Path   those wheels installed, once and cached
+    binds(python, *directories) -> dict                 read-only binds for run_in_root
 
 The root's own Python 3.13 has no torch 2.13.0 wheel on disk (the cp313 one is a multi-GB CUDA
 download), so the race reproducer -- embedded R through rpy2 and Python torch in one process --
@@ -12,7 +13,9 @@ the same path inside the root (glibc 2.41 there >= the 2.36 it was built on), an
 root's /tmp gets torch from the host's own wheel (`pip download --no-deps`, which reads the on-disk
 pip cache / find-links) and an rpy2 compiled inside the root against the root's R with that
 Python's headers. The wheels are cached next to the root, keyed by the root, the Python's version
-and prefix and the requirements, built in a temporary directory and renamed when complete.
+and prefix and the requirements, built in a temporary directory and renamed when complete. So are
+they installed (`pip install --target`, a directory a venv reads through a .pth file): unpacking
+torch is most of making the race's venv (about 25 s of CPU), and it is the same every time.
 
 Standard library only, like debian_root.py.
 """
@@ -30,7 +33,9 @@ from typing import NamedTuple
 WHEELHOUSE_VERSION = "1"
 TORCH_REQUIREMENT = "torch==2.13.0"
 BUILD_INSIDE = "/tmp/rcompat-python-wheels"   # where the temporary wheelhouse is bound while built
+SITE_INSIDE = "/tmp/rcompat-python-site"         # where the temporary site is bound while built
 COMPLETE = ".rcompat-wheels-complete"
+SITE_PACKAGES = ("torch", "rpy2", "numpy", "pyelftools")  # what the race's venv needs besides rcompat
 
 
 class PythonUnavailable(RuntimeError):
@@ -70,9 +75,9 @@ def host_python() -> HostPython:
                       tag=f"cp{major}{minor}")
 
 
-def binds(python: HostPython, wheelhouse: Path) -> dict:
-    """Read-only binds: the Python at its own path, the wheelhouse at the same path too."""
-    return {python.prefix: python.prefix, str(wheelhouse): str(wheelhouse)}
+def binds(python: HostPython, *directories: Path) -> dict:
+    """Read-only binds: the Python at its own path, the wheelhouse (and site) at the same path too."""
+    return {python.prefix: python.prefix, **{str(d): str(d) for d in directories}}
 
 
 def wheelhouse_path(root: Path, python: HostPython, rpy2: str) -> Path:
@@ -95,19 +100,47 @@ def ensure_wheelhouse(debian_root, root: Path, python: HostPython) -> Path:
     """torch (the host's wheel) and its dependencies, numpy, and rpy2 built inside the root against
     the root's R for `python`: a directory next to the root, made once."""
     rpy2 = rpy2_requirement(debian_root, root)
-    final = wheelhouse_path(root, python, rpy2)
+    return _made_once(wheelhouse_path(root, python, rpy2), f"{python.version} {TORCH_REQUIREMENT} {rpy2}",
+                      lambda tmp: _build(debian_root, root, python, rpy2, tmp))
+
+
+def ensure_site(debian_root, root: Path, python: HostPython, wheelhouse: Path) -> Path:
+    """SITE_PACKAGES and their dependencies installed from the wheelhouse and the root's own one, for
+    `python`, in a directory next to the wheelhouse (made once): a venv in the root that names it in
+    a .pth file imports them from there (bind it read-only at its own path)."""
+    own = sorted(w.name for w in (root / debian_root.WHEELHOUSE.lstrip("/")).glob("*.whl"))
+    key = "\n".join([wheelhouse.name, *sorted(w.name for w in wheelhouse.glob("*.whl")), *own, *SITE_PACKAGES])
+    final = wheelhouse.parent / f"{wheelhouse.name}-site-{hashlib.sha256(key.encode()).hexdigest()[:12]}"
+
+    def install(tmp: Path) -> None:
+        links = f"--find-links {wheelhouse} --find-links {debian_root.WHEELHOUSE}"
+        script = (f"set -e; {python.executable} -m venv {SITE_INSIDE}/.venv; {SITE_INSIDE}/.venv/bin/pip install "
+                  f"-q --disable-pip-version-check --no-index {links} --target {SITE_INSIDE}/site "
+                  f"{' '.join(SITE_PACKAGES)}; rm -rf {SITE_INSIDE}/.venv")
+        proc = debian_root.run_in_root(root, ["sh", "-c", script], timeout=900, binds={str(tmp): SITE_INSIDE},
+                                       read_only_binds=binds(python, wheelhouse))
+        if proc.returncode != 0:
+            raise debian_root.RootError(f"installing {', '.join(SITE_PACKAGES)} for {python.tag} in {root} "
+                                        f"failed (exit {proc.returncode}): {(proc.stderr or proc.stdout).strip()[-600:]}")
+
+    return _made_once(final, key, install) / "site"
+
+
+def _made_once(final: Path, stamp: str, build) -> Path:
+    """`final`, made by build(tmp) in a temporary directory beside it and renamed when complete, under
+    a lock (other sessions of this machine may want it at the same time)."""
     if (final / COMPLETE).is_file():
         return final
     import fcntl
 
-    with open(root.parent / f".{final.name}.lock", "w") as lock:
+    with open(final.parent / f".{final.name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if (final / COMPLETE).is_file():
             return final
-        tmp = Path(tempfile.mkdtemp(prefix=f".build-{final.name}-", dir=root.parent))
+        tmp = Path(tempfile.mkdtemp(prefix=f".build-{final.name}-", dir=final.parent))
         try:
-            _build(debian_root, root, python, rpy2, tmp)
-            (tmp / COMPLETE).write_text(f"{python.version} {TORCH_REQUIREMENT} {rpy2}\n")
+            build(tmp)
+            (tmp / COMPLETE).write_text(stamp + "\n")
             if final.exists():
                 shutil.rmtree(final)
             os.rename(tmp, final)

@@ -164,15 +164,109 @@ def wheel_builder():
     return build_wheel
 
 
+def built_once(tmp_path_factory, name: str, build):
+    """`build(directory)` run once for the whole test run, not once per xdist worker: the first worker
+    to need it builds under an exclusive lock in a directory all workers of this run share (pytest's
+    base temporary directory); the others wait for the lock and take the result. `build` returns what
+    the fixture gives (JSON data; Path values are kept as paths). A build that fails or skips leaves
+    nothing, so the next worker tries again and fails or skips the same way. For fixtures the tests
+    only read: R libraries installed with R CMD INSTALL, an R CMD check, records of a torch child."""
+    import fcntl
+    import json
+    import os
+
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    directory, done = shared / f"once-{name}", shared / f"once-{name}.json"
+    with open(shared / f"once-{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if done.exists():
+            return json.loads(done.read_text(), object_hook=_decode_paths)
+        shutil.rmtree(directory, ignore_errors=True)  # an attempt that failed
+        directory.mkdir()
+        result = build(directory)
+        done.write_text(json.dumps(result, default=_encode_path))
+        return result
+
+
+@pytest.fixture(scope="session")
+def build_once(tmp_path_factory):
+    """built_once(tmp_path_factory, name, build) for fixtures in other conftests."""
+    return lambda name, build: built_once(tmp_path_factory, name, build)
+
+
+@pytest.fixture(scope="session")
+def torch_parity_lib(build_once) -> Path:
+    """An R library holding the plain-R stand-in for R torch (fixtures/rpkgs/torch-parity) as package
+    `torch`, installed by R CMD INSTALL once for all workers (the parity and soak tests read it)."""
+    def install(root: Path) -> Path:
+        stage = root / "stage" / "torch"
+        shutil.copytree(FIXTURES / "rpkgs" / "torch-parity", stage)
+        return r_cmd_install(root / "lib", stage)
+
+    return build_once("torch-parity-lib", install)
+
+
+def _encode_path(value):
+    if isinstance(value, Path):
+        return {"__path__": str(value)}
+    raise TypeError(f"built_once results are JSON data and paths, not {type(value).__name__}")
+
+
+def _decode_paths(obj: dict):
+    return Path(obj["__path__"]) if set(obj) == {"__path__"} else obj
+
+
 # -- the parallel run (pytest-xdist, `make test`) ----------------------------------------------------
 # Tests are independent unless marked: `tier` tests share the Debian root and run one after another on
 # one worker; `serial` tests own another machine-wide resource (daemons, a CPU they load on purpose)
-# and do the same on a worker of their own. trylast: after tests/tier/conftest.py has marked its tests,
-# and before xdist's own trylast hook reads the xdist_group marks (conftest hooks are called first).
-@pytest.hookimpl(trylast=True)
+# and do the same on a worker of their own. A test using a module-scoped fixture (or a session-scoped
+# one its module defines) goes with the rest of its module (one group per module), so the fixture is
+# made once, not once per worker that happens to get one of the module's tests. xdist reads the xdist_group marks in its own
+# pytest_collection_modifyitems, a plain hook (pytest-xdist 3.8), so these marks must come first:
+# tryfirst. tests/tier/conftest.py marks its tests `tier` in a tryfirst hook too; it registers later,
+# so pluggy calls it before this one. tests/core/test_xdist_groups.py checks this in a real run (with
+# trylast, as before, no group formed: the tier ran on both workers, building its venvs twice).
+# Order: xdist hands out the groups in the order of their first test (pytest_configure turns off its
+# reordering by size), so the tier's chain, the longest, starts at once on one worker and the serial
+# group on the other; then the module groups; single tests last fill the gaps.
+ORDER = {"tier": 0, "serial": 1, "module": 2}
+LONGEST_ID_VALUE = 100  # characters of a str/bytes parameter spelled out in a test's id
+
+
+def pytest_make_parametrize_id(config, val, argname):
+    """A long str/bytes parameter (a hostile 200 KB document) is named by its argument and length, as
+    pytest >= 9.2 does on its own: spelled out, the id went into PYTEST_CURRENT_TEST, and every child
+    the test started failed with E2BIG (an environment string over 128 KB)."""
+    if isinstance(val, (str, bytes)) and len(val) > LONGEST_ID_VALUE:
+        return f"{argname}-{len(val)}-long"
+    return None
+
+
+def pytest_configure(config):
+    if hasattr(config.option, "loadscopereorder"):  # pytest-xdist present
+        config.option.loadscopereorder = False
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
+    rank = {}
     for item in items:
-        for group in ("tier", "serial"):
-            if item.get_closest_marker(group):
-                item.add_marker(pytest.mark.xdist_group(group))
-                break
+        group = next((g for g in ("tier", "serial") if item.get_closest_marker(g)), None)
+        if group is None and _uses_a_module_fixture(item):
+            group = "module"
+            item.add_marker(pytest.mark.xdist_group(f"module:{item.nodeid.split('::')[0]}"))
+        elif group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
+        rank[item] = ORDER.get(group, 3)
+    items.sort(key=rank.__getitem__)  # stable: collection order within each rank
+
+
+def _uses_a_module_fixture(item) -> bool:
+    """A module-scoped fixture, or a session-scoped one defined in the test's own module (only that
+    module's tests use it)."""
+    module = item.nodeid.split("::")[0]
+    defs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
+    return any(fixturedefs and (fixturedefs[-1].scope == "module"
+                                or fixturedefs[-1].scope == "session" and fixturedefs[-1].baseid == module)
+               for fixturedefs in defs.values())

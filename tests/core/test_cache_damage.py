@@ -106,23 +106,31 @@ def test_read_if_regular_refuses_what_is_not_one(tmp_path):
     assert read_if_regular(tmp_path / "link", 2000) is None
 
 
+def _doctor_cuda(cache_home: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "XDG_CACHE_HOME": str(cache_home)}
+    env.pop("RCOMPAT_NO_CACHE", None)
+    return subprocess.run([sys.executable, "-m", "rcompat", "doctor", "--only", "cuda", "--format", "json"],
+                          capture_output=True, text=True, env=env, cwd=str(REPO), timeout=120)
+
+
+@pytest.fixture(scope="module")
+def cold_cuda_doctor(tmp_path_factory) -> tuple[subprocess.CompletedProcess, Path]:
+    """One cold `doctor --only cuda` and the cache it left (each test damages a copy of it)."""
+    pytest.importorskip("torch")
+    cache_home = tmp_path_factory.mktemp("cold-cuda-doctor")
+    return _doctor_cuda(cache_home), cache_home
+
+
 @pytest.mark.parametrize("kind", ["fifo", "directory"])
-def test_the_doctor_rebuilds_a_damaged_torch_facts_entry(tmp_path, kind):
+def test_the_doctor_rebuilds_a_damaged_torch_facts_entry(tmp_path, kind, cold_cuda_doctor):
     """The reported case: the torch child's facts entry replaced by a FIFO hung the doctor; replaced
     by a directory, it was never rebuilt."""
-    pytest.importorskip("torch")
-    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path)}
-    env.pop("RCOMPAT_NO_CACHE", None)
-
-    def doctor() -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "rcompat", "doctor", "--only", "cuda", "--format", "json"],
-                              capture_output=True, text=True, env=env, cwd=str(REPO), timeout=120)
-
-    first = doctor()
+    first, written = cold_cuda_doctor
+    assert (written / "rcompat" / "torch" / "facts.json").is_file(), first.stderr
+    shutil.copytree(written, tmp_path, dirs_exist_ok=True)
     entry = tmp_path / "rcompat" / "torch" / "facts.json"
-    assert entry.is_file(), first.stderr
     _damage(entry, kind)
-    second = doctor()
+    second = _doctor_cuda(tmp_path)
     assert second.returncode == first.returncode, second.stderr
     ids = lambda proc: [(f["id"], f["status"]) for f in json.loads(proc.stdout)["findings"]]  # noqa: E731
     assert ids(second) == ids(first)

@@ -2,7 +2,6 @@
 torch-parity stand-in R package installed with the real `R CMD INSTALL` into a temp library."""
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
@@ -15,23 +14,23 @@ def ph(load_helper):
 
 
 @pytest.fixture(scope="session")
-def records(tmp_path_factory, ph) -> dict[str, Path]:
-    """Two records of the built-in suite, with 1 and with 2 torch threads."""
+def records(build_once, ph) -> dict[str, Path]:
+    """Two records of the built-in suite, with 1 and with 2 torch threads (once for all xdist workers)."""
     ph.needs_torch()
-    root = tmp_path_factory.mktemp("parity")
-    out = {}
-    for threads in (1, 2):
-        path = root / f"threads{threads}.npz"
-        proc = ph.run_cli("parity", "record", "--output", str(path), "--threads", str(threads))
-        assert proc.returncode == 0, proc.stdout + proc.stderr
-        out[f"threads{threads}"] = path
-    return out
+
+    def record(root: Path) -> dict[str, Path]:
+        out = {}
+        for threads in (1, 2):
+            path = root / f"threads{threads}.npz"
+            proc = ph.run_cli("parity", "record", "--output", str(path), "--threads", str(threads))
+            assert proc.returncode == 0, proc.stdout + proc.stderr
+            out[f"threads{threads}"] = path
+        return out
+
+    return build_once("parity-records", record)
 
 
 @pytest.fixture(scope="session")
-def stand_in_lib(tmp_path_factory, r_install, ph) -> Path:
-    """A library holding the torch-parity stand-in as package `torch`."""
-    root = tmp_path_factory.mktemp("parity-rlib")
-    stage = root / "stage" / "torch"
-    shutil.copytree(ph.STAND_IN, stage)
-    return r_install(root / "lib", stage)
+def stand_in_lib(torch_parity_lib) -> Path:
+    """A library holding the torch-parity stand-in as package `torch` (tests/conftest.py)."""
+    return torch_parity_lib

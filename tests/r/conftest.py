@@ -1,4 +1,4 @@
-"""Fixture R libraries, built once per session with the real `R CMD INSTALL`.
+"""Fixture R libraries, built once per test run with the real `R CMD INSTALL` (shared by the xdist workers).
 
 Each library holds stand-ins from fixtures/rpkgs/ at the versions a test needs: the fixture is
 copied, its DESCRIPTION `Version:` rewritten, and all packages of one library installed in one
@@ -42,16 +42,18 @@ def _staged(fixture: str, version: str, stage: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
-def rlibs(r_install, tmp_path_factory) -> dict[str, Path]:
-    """name -> installed library dir (see LIBRARIES)."""
-    root = tmp_path_factory.mktemp("rlibs")
-    libs = {}
-    for name, packages in LIBRARIES.items():
-        stage = root / f"stage-{name}"
-        libs[name] = r_install(root / name, *[_staged(fixture, version, stage) for fixture, version in packages])
-    # A DESCRIPTION that cannot be parsed, as after a disk error or a bad hand edit.
-    (libs["baddesc"] / "torch" / "DESCRIPTION").write_bytes(bytes(range(0x80, 0x100)) * 3)
-    return libs
+def rlibs(r_install, build_once) -> dict[str, Path]:
+    """name -> installed library dir (see LIBRARIES); installed once for all xdist workers."""
+    def install(root: Path) -> dict[str, Path]:
+        libs = {}
+        for name, packages in LIBRARIES.items():
+            stage = root / f"stage-{name}"
+            libs[name] = r_install(root / name, *[_staged(fixture, version, stage) for fixture, version in packages])
+        # A DESCRIPTION that cannot be parsed, as after a disk error or a bad hand edit.
+        (libs["baddesc"] / "torch" / "DESCRIPTION").write_bytes(bytes(range(0x80, 0x100)) * 3)
+        return libs
+
+    return build_once("rlibs", install)
 
 
 @pytest.fixture(scope="session")

@@ -68,9 +68,6 @@ def r_leak(workloads):
 
 
 @pytest.fixture(scope="session")
-def stand_in_torch(tmp_path_factory, r_install) -> Path:
+def stand_in_torch(torch_parity_lib) -> Path:
     """A library holding rcompat's plain-R stand-in for R torch (fixtures/rpkgs/torch-parity) as `torch`."""
-    root = tmp_path_factory.mktemp("soak-rlib")
-    stage = root / "stage" / "torch"
-    shutil.copytree(REPO / "fixtures" / "rpkgs" / "torch-parity", stage)
-    return r_install(root / "lib", stage)
+    return torch_parity_lib

@@ -28,6 +28,7 @@ EXPECTED = {
 }
 
 
+@pytest.hookimpl(tryfirst=True)  # before tests/conftest.py turns the mark into an xdist group
 def pytest_collection_modifyitems(items):
     here = Path(__file__).parent
     for item in items:

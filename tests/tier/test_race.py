@@ -1,8 +1,8 @@
 """The race reproducer on the root's R (R 4.5.0 on a Debian 12 host): embedded R through rpy2 and
 Python torch in one process. The root's Python 3.13 has no torch wheel on disk, so the race runs on
 the host's CPython (the one the cp311 torch wheel is for), bound read-only at its own path, in a venv
-under the root's /tmp with torch from the host's wheel and rpy2 built in the root against its R
-(scripts/root_python.py)."""
+under the root's /tmp with torch from the host's wheel and rpy2 built in the root against its R,
+both installed once into a cached directory the venv reads (scripts/root_python.py)."""
 from __future__ import annotations
 
 import json
@@ -19,21 +19,24 @@ def race(tier, load_helper):
     try:
         python = root_python.host_python()
         wheelhouse = root_python.ensure_wheelhouse(tier.module, tier.root, python)
+        site = root_python.ensure_site(tier.module, tier.root, python, wheelhouse)  # torch etc., installed once
     except root_python.PythonUnavailable as exc:
         pytest.skip(f"no Python fitting the torch wheel for the root: {exc}")
     INSIDE = tier.inside
     venv = f"{INSIDE}/venv-race"
     wheel = next((tier.host_dir / "wheels").glob("rcompat-*.whl")).name
-    pip = f"{venv}/bin/pip install -q --disable-pip-version-check --no-index"
-    binds = root_python.binds(python, wheelhouse)
+    binds = root_python.binds(python, wheelhouse, site)
 
     def run(script: str, timeout: float = 300):
         return tier.module.run_in_root(tier.root, ["sh", "-c", script], read_only_binds=binds, timeout=timeout,
                                        env={"XDG_CACHE_HOME": f"{INSIDE}/cache"})
 
-    setup = run(f"{python.executable} -m venv {venv} && {pip} --find-links {wheelhouse} torch rpy2 numpy && "
-                f"{pip} --find-links {tier.module.WHEELHOUSE} pyelftools && "
-                f"{pip} --no-deps {INSIDE}/wheels/{wheel}", timeout=600)
+    # A venv of this session that reads torch, rpy2, numpy and pyelftools from the installed site
+    # (a .pth file), with this checkout's wheel installed into it as a user would.
+    pth = f"$({venv}/bin/python -c 'import sysconfig; print(sysconfig.get_paths()[\"purelib\"])')/rcompat-race-site.pth"
+    setup = run(f"{python.executable} -m venv {venv} && echo {site} > {pth} && "
+                f"{venv}/bin/pip install -q --disable-pip-version-check --no-index --no-deps {INSIDE}/wheels/{wheel}",
+                timeout=600)
     assert setup.returncode == 0, setup.stdout + setup.stderr
     return run, venv, python
 
