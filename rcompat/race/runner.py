@@ -38,7 +38,7 @@ def run(device: str = "auto", iterations: int = 20, workers: int = 4, mode: str 
         timeout: float = 30.0, trace: str | None = None, *, trials: int = 3, seed: int | None = None,
         r_stack_check: bool = True, jitter_s: float = 0.0005,
         hooks: Mapping[str, Any] | None = None, progress: "Progress | None" = None,
-        torch_facts: bool = False) -> RaceResult:
+        torch_facts: bool = False, r_facts: str | None = None) -> RaceResult:
     """Run `trials` trials per mode ("unsafe", "serialized" or "both") and return what they showed.
 
     `timeout` (seconds): a trial with no progress by then is a hang; one still progressing runs on,
@@ -48,7 +48,8 @@ def run(device: str = "auto", iterations: int = 20, workers: int = 4, mode: str 
     `progress` (rcompat.progress) shows which trial is running: "serialized trial 2/3".
     `torch_facts`: the first trial's child, once its trial has ended, also reports what the doctor's
     torch child would (rcompat.cuda.torch_child.torch_facts) in `result.torch_facts` (None when it
-    could not), so the doctor starts torch once for both.
+    could not), so the doctor starts torch once for both. `r_facts` (the path of r_facts.R): that child
+    also reports rpy2's mode and R's core facts (rcompat.r.worker's answer) in `result.r_facts`.
     """
     from rcompat.progress import disabled
 
@@ -78,7 +79,8 @@ def run(device: str = "auto", iterations: int = 20, workers: int = 4, mode: str 
             trial_config = {"mode": m, "seed": seed + index, "device": device, "iterations": iterations,
                             "workers": workers, "r_stack_check": bool(r_stack_check), "jitter_s": float(jitter_s),
                             "run_id": run_id, **dict(hooks or {}),
-                            **({"torch_facts": True} if torch_facts and not result.trials else {})}
+                            **({"torch_facts": True} if torch_facts and not result.trials else {}),
+                            **({"r_facts": str(r_facts)} if r_facts and not result.trials else {})}
             progress.note(f"{m} trial {index + 1}/{trials}")
             child = run_python_child(WORKER_MODULE, [json.dumps(trial_config)], timeout=float(timeout),
                                      patience=PATIENCE)
@@ -86,6 +88,11 @@ def run(device: str = "auto", iterations: int = 20, workers: int = 4, mode: str 
             if trial_config.get("torch_facts"):
                 result.torch_facts = next((r["torch_facts"] for r in child.records if "torch_facts" in r), None)
                 result.torch_duration_s = child.duration_s
+            if trial_config.get("r_facts"):
+                said = next((r for r in child.records if "r_facts" in r), None)
+                core = said.get("r_facts") if said is not None else None
+                result.r_facts = {"core": core.get("core"), "rpy2_mode": said.get("rpy2_mode")} \
+                    if isinstance(core, dict) else None
             result.trials.append(trial)
             if trial.outcome == SETUP:  # no R, no torch or no CUDA: every further trial would say the same
                 break
