@@ -140,18 +140,20 @@ def probe(timeout: float | None = None, lib_paths: Sequence[str] | None = None,
     if chosen != "rpy2":
         facts.rpy2 = {"used": False, "reason": "this Python runs inside R (reticulate): rpy2 must not "
                       "embed a second R here" if host.hosted_by_r else "engine 'rscript' was chosen"}
-    # reticulate's discovery (the slowest child, seconds: it runs candidate Pythons) and the compiler
-    # probe start first, and run while rpy2 reads the core facts.
+    # reticulate's discovery (the slowest child, seconds: it runs candidate Pythons), then the packages
+    # of the Python it names, run while rpy2 reads the core facts and, once R has answered, while the
+    # compiler is probed.
+    python = None
     with ThreadPoolExecutor(max_workers=2, thread_name_prefix="rcompat-r") as pool:
-        discovery = pool.submit(_rscript_facts, facts, install, script, reticulate_parts, timeout) \
-            if chosen == "rpy2" else None
-        compiler_probe = pool.submit(probe_compiler, install.r, timeout=timeout, env=child_env)
-        if discovery is not None:
+        compiler_probe = None
+        if chosen == "rpy2":
+            discovery = pool.submit(_discover, facts, install, script, reticulate_parts, timeout, env)
             core = _core_from_shared(facts, shared, install, lib_paths)
             if core is None:
                 core = _core_through_rpy2(facts, script, timeout)
-            found = discovery.result()
-            reticulate = found.get("reticulate") or _reticulate_unknown(found.get(FAILED))
+            if core is not None:
+                compiler_probe = pool.submit(probe_compiler, install.r, timeout=timeout, env=child_env)
+            reticulate, python = discovery.result()
             # rpy2 failed: Rscript for the core facts, unless the Rscript child just failed too
             if core is None and reticulate is not None and not reticulate.get("child_error"):
                 core = _rscript_facts(facts, install, script, ["core"], timeout).get("core")
@@ -161,19 +163,30 @@ def probe(timeout: float | None = None, lib_paths: Sequence[str] | None = None,
             core, reticulate = both.get("core"), both.get("reticulate") or _reticulate_unknown(both.get(FAILED))
             if core is not None:
                 facts.engine = "rscript"
-        compiler = compiler_probe.result()
+        compiler = compiler_probe.result() if compiler_probe is not None else None
     if core is None:
         facts.available = False
         facts.reason = "R did not report its facts (see errors)"
         return facts
     _apply_core(facts, core)
     facts.reticulate = reticulate or {}
-    facts.compiler = compiler
+    facts.compiler = compiler or probe_compiler(install.r, timeout=timeout, env=child_env)
     torch = facts.packages.get("torch")
     facts.torch_runtime = torch_runtime(torch.path if torch and torch.status != "absent" else None,
                                         base_env)
-    facts.python = bound_python(facts.reticulate, timeout=timeout, env=dict(env or {}))
+    facts.python = python if python is not None else bound_python(facts.reticulate, timeout=timeout,
+                                                                  env=dict(env or {}))
     return facts
+
+
+def _discover(facts: RFacts, install: RInstall, script: Path, parts: list[str], timeout: float,
+              env: Mapping[str, str] | None) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """reticulate's discovery (an Rscript child), then the packages of the Python it names (None when
+    it names none: R did not answer)."""
+    found = _rscript_facts(facts, install, script, parts, timeout)
+    reticulate = found.get("reticulate") or _reticulate_unknown(found.get(FAILED))
+    python = bound_python(reticulate, timeout=timeout, env=dict(env or {})) if reticulate else None
+    return reticulate, python
 
 
 def child_environment(install: RInstall, base_env: Mapping[str, str], lib_paths: Sequence[str] | None) -> dict[str, str]:
