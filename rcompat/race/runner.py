@@ -74,6 +74,7 @@ def run(device: str = "auto", iterations: int = 20, workers: int = 4, mode: str 
               "timeout": float(timeout), "seed": seed, "r_stack_check": bool(r_stack_check),
               "jitter_s": float(jitter_s), "modes": modes, "run_id": run_id}
     result = RaceResult(config=config)
+    child_env = _r_home_env()
     for m in modes:
         for index in range(trials):
             trial_config = {"mode": m, "seed": seed + index, "device": device, "iterations": iterations,
@@ -83,7 +84,7 @@ def run(device: str = "auto", iterations: int = 20, workers: int = 4, mode: str 
                             **({"r_facts": str(r_facts)} if r_facts and not result.trials else {})}
             progress.note(f"{m} trial {index + 1}/{trials}")
             child = run_python_child(WORKER_MODULE, [json.dumps(trial_config)], timeout=float(timeout),
-                                     patience=PATIENCE)
+                                     patience=PATIENCE, env=child_env)
             trial = classify(child, mode=m, index=index, seed=seed + index, config=trial_config)
             if trial_config.get("torch_facts"):
                 result.torch_facts = next((r["torch_facts"] for r in child.records if "torch_facts" in r), None)
@@ -103,6 +104,18 @@ def run(device: str = "auto", iterations: int = 20, workers: int = 4, mode: str 
 
         write_chrome_trace(trace, result.trials, result.config)
     return result
+
+
+def _r_home_env() -> dict[str, str] | None:
+    """R_HOME for the trial's child when it is not set: rpy2 otherwise runs `R RHOME` to learn it (a
+    shell script's start, on the way to the trial) and then sets it in the child itself, to the value
+    the R front end on PATH names (what rcompat.r.host.locate_r reads from that script)."""
+    from rcompat.r.host import locate_r
+
+    if os.environ.get("R_HOME"):
+        return None
+    install = locate_r()
+    return {"R_HOME": install.r_home} if install is not None and install.r_home else None
 
 
 def _modes(mode: str) -> list[str]:
