@@ -22,7 +22,6 @@ import os
 import struct
 from collections.abc import Iterator
 from functools import cached_property
-from pathlib import Path
 
 from rcompat.elf.errors import ElfError, NotElfError
 from rcompat.elf.read.files import check_regular_file, open_elf_file
@@ -38,7 +37,7 @@ class ElfImage:
     """A read-only view of one ELF file. Use as a context manager, or call close()."""
 
     def __init__(self, path: "str | os.PathLike[str]") -> None:
-        self.path = Path(path)
+        self.path = os.fspath(path)  # a str: pathlib is not imported on `elf symbols`' way
         self._check_path()
         self._fh = open_elf_file(self.path)
         self.size = os.fstat(self._fh.fileno()).st_size
