@@ -8,25 +8,8 @@ import importlib
 
 import pytest
 
-from rcompat import isolate
-
 doctor = importlib.import_module("rcompat.areas")  # the module, not the rcompat.doctor() function
 CORE_FIELDS = ("version", "platform", "os", "r_home", "lib_paths", "packages", "session")
-
-
-@pytest.fixture
-def started(monkeypatch) -> list[str]:
-    """The modules of the Python children the run starts (a spy that calls the real helper)."""
-    modules: list[str] = []
-    real = isolate.run_python_child
-
-    def spy(module, *args, **kwargs):
-        modules.append(module)
-        return real(module, *args, **kwargs)
-
-    for name in ("rcompat.r.facts", "rcompat.race.runner", "rcompat.cuda.torch_probe"):  # the names they imported
-        monkeypatch.setattr(importlib.import_module(name), "run_python_child", spy)
-    return modules
 
 
 def test_r_and_race_share_the_trial_childs_r(r_and_torch, started, tmp_path):
