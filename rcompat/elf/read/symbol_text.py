@@ -12,7 +12,6 @@ of their pieces. JSON strings are escaped only when a name needs it.
 from __future__ import annotations
 
 import sys
-from array import array
 from collections.abc import Iterator
 from functools import partial
 from itertools import chain, compress, repeat
@@ -65,7 +64,7 @@ def _sorted_lines(syms, shown: list[str] | None = None) -> list[str]:
     keys = raw.keys
     middle = {k: f" {syms.letter_of(k & 0xFF, k >> 16 & 0xFFFF)} " for k in set(keys)}
     width = 16 if syms.bits == 64 else 8
-    addresses = _addresses(raw.values, raw.shndx, width, blank_undefined)
+    addresses = _addresses(raw, width, blank_undefined)
     lines = list(map("".join, zip(addresses, map(middle.__getitem__, keys), raw.names if shown is None else shown,
                                   _suffixes(syms, keys, raw.names, "\n"))))
     for i in unlisted:
@@ -138,18 +137,17 @@ def _suffixes(syms, keys: list[int], names: list[str], after: str, escape=None) 
     return out
 
 
-def _addresses(values, shndx, width: int, blank_undefined: bool = True) -> list[str]:
-    """Each value as `width` hex digits (blank for undefined symbols, as nm prints them, unless the
-    caller leaves those rows out anyway)."""
-    n = len(values)
+def _addresses(raw, width: int, blank_undefined: bool = True) -> list[str]:
+    """Each value of `raw` (RawSymbols) as `width` hex digits (blank for undefined symbols, as nm prints
+    them, unless the caller leaves those rows out anyway)."""
+    shndx = raw.shndx
+    n = len(shndx)
     blank = " " * width
     if not any(shndx):
         return [blank] * n
     # One array, byte-swapped to big-endian in place, one hex() with a separator every 8 (4) bytes:
     # 4 ms on libtorch_cpu.so's 75k values, where struct.pack(*values) and the same hex() took 10.
-    packed = array("Q" if width == 16 else "I", values)
-    if packed.itemsize != width // 2:  # "I" is 4 bytes on every platform CPython runs on; L/Q 8
-        packed = array("L" if width == 16 else "H", values)
+    packed = raw.value_array("Q" if width == 16 else "I")
     if sys.byteorder == "little":
         packed.byteswap()
     hexes = packed.tobytes().hex(" ", width // 2).split(" ")
