@@ -54,6 +54,17 @@ def printable(text: object) -> str:
     return _CONTROL.sub(_escape_char, escape_undecodable(text))
 
 
+def plain_ascii(text: str) -> bytes | None:
+    """`text` as ASCII bytes when printable() would return it unchanged (ASCII, no control character
+    but tab and newline), else None: what a large listing writes to a binary stream without the text
+    layer encoding it a second time."""
+    if text.isascii():
+        data = text.encode("ascii")
+        if not data.translate(None, _SAFE_ASCII_LINES):
+            return data
+    return None
+
+
 def xml_text(text: object) -> str:
     """`text` as XML 1.0 can hold it (ElementTree escapes <, & and quotes; these it cannot)."""
     return _NOT_XML.sub(_escape_char, escape_undecodable(str(text)))

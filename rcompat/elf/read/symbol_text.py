@@ -47,26 +47,27 @@ def nm_chunks(syms, shown: list[str] | None = None) -> Iterator[str]:
 
 def _sorted_lines(syms, shown: list[str] | None = None) -> list[str]:
     """The lines of nm_text(), each ending in a newline, and "" in place of the rows left out."""
-    if syms.defined is False:  # undefined symbols, usually a small part of the table: pick them first
-        raw, unlisted = syms.raw, []
-    else:  # most of the table: make every line, and empty ones for the rows left out
-        raw, unlisted = syms.table, syms.unlisted()
-        if shown is not None and syms.rows is not None:  # `shown` holds the listed rows: spread them out
-            spread = list(raw.names)
-            any(map(spread.__setitem__, syms.rows, shown))
-            shown = spread
+    raw = syms.raw if syms.defined is False else syms.table  # undefined ones: usually few, pick them first
     if not raw.names:
         return []
+    keys = raw.keys
+    kinds = set(keys)  # a few dozen: everything but name, value and size is looked up by kind
+    unlisted = [] if syms.defined is False else syms.unlisted(kinds)
+    if shown is not None and raw is syms.table and syms.rows is not None:  # `shown` holds the listed rows
+        spread = list(raw.names)
+        any(map(spread.__setitem__, syms.rows, shown))
+        shown = spread
+    names = raw.names if shown is None else shown
     blank_undefined = syms.defined is not True  # --defined leaves every undefined row out anyway
     # Lines are made in .dynsym order, where the columns lie in memory in the order they are read, and
     # sorted themselves (30% less than sorting indexes and gathering every column by them). sorted()
     # computes each item's key once, in list order, so the key function hands out the names in that order.
-    keys = raw.keys
-    middle = {k: f" {syms.letter_of(k & 0xFF, k >> 16 & 0xFFFF)} " for k in set(keys)}
-    width = 16 if syms.bits == 64 else 8
-    addresses = _addresses(raw, width, blank_undefined)
-    lines = list(map("".join, zip(addresses, map(middle.__getitem__, keys), raw.names if shown is None else shown,
-                                  _suffixes(syms, keys, raw.names, "\n"))))
+    middle = {k: f" {syms.letter_of(k & 0xFF, k >> 16 & 0xFFFF)} " for k in kinds}
+    suffix, own_node = _suffix_table(syms, kinds, "\n")
+    addresses = _addresses(raw, 16 if syms.bits == 64 else 8, blank_undefined)
+    lines = list(map("".join, zip(addresses, map(middle.__getitem__, keys), names, map(suffix.__getitem__, keys))))
+    for i in _own_node_rows(raw.names, keys, own_node):
+        lines[i] = "".join((addresses[i], middle[keys[i]], names[i], "\n"))
     for i in unlisted:
         lines[i] = ""
     return sorted(lines, key=partial(next, iter(raw.names)))
@@ -119,22 +120,34 @@ def _plain(text: str) -> bool:
 
 
 def _suffixes(syms, keys: list[int], names: list[str], after: str, escape=None) -> list[str]:
-    """`@@VER`, `@VER` or "" of each row, then `after` (`escape`: how a suffix is quoted, e.g. json.dumps).
-    A version node's own symbol (a defined symbol named like its own version) gets no suffix."""
+    """`@@VER`, `@VER` or "" of each row, then `after` (`escape`: how a suffix is quoted, e.g. json.dumps)."""
+    suffix, own_node = _suffix_table(syms, set(keys), after, escape)
+    out = list(map(suffix.__getitem__, keys))
+    for i in _own_node_rows(names, keys, own_node):
+        out[i] = after
+    return out
 
-    suffix, node_of = {}, {}
-    for key in set(keys):
+
+def _suffix_table(syms, kinds: set[int], after: str, escape=None) -> tuple[dict[int, str], dict[int, str]]:
+    """({key: its suffix, then `after`}, {key: version} for the keys of defined symbols of a version this
+    file defines: the row of such a key named like that version is the version node's own symbol, which
+    gets no suffix)."""
+    suffix, own_node = {}, {}
+    for key in kinds:
         ndx, vs = key >> 16 & 0xFFFF, key >> 32
         version, file = syms.version_labels.get(vs & 0x7FFF, ("", ""))
         text = decorate("", version, bool(vs & 0x8000), bool(ndx), file)
         suffix[key] = (escape(text)[1:-1] if escape else text) + after
         if version and ndx and not file:
-            node_of[key] = version
-    out = list(map(suffix.__getitem__, keys))
-    if node_of:  # names never hold a NUL, so the default matches no name
-        for i in compress(range(len(out)), map(eq, names, map(node_of.get, keys, repeat("\0")))):
-            out[i] = after
-    return out
+            own_node[key] = version
+    return suffix, own_node
+
+
+def _own_node_rows(names: list[str], keys: list[int], own_node: dict[int, str]) -> Iterator[int]:
+    """The rows that are a version node's own symbol (see _suffix_table); none without versions."""
+    if not own_node:  # names never hold a NUL, so the default matches no name
+        return iter(())
+    return compress(range(len(keys)), map(eq, names, map(own_node.get, keys, repeat("\0"))))
 
 
 def _addresses(raw, width: int, blank_undefined: bool = True) -> list[str]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from collections import namedtuple
 from collections.abc import Iterator, Sequence
-from operator import and_, itemgetter, not_, or_
+from operator import itemgetter
 
 from rcompat.elf.read.format import (BIND_OF_INFO, SHN_ABS, SHN_COMMON, SHN_LORESERVE, SHN_UNDEF, TYPE_OF_INFO,
                                      VERSYM_HIDDEN, VISIBILITY_OF_OTHER, RawSymbols)
@@ -73,11 +73,12 @@ class SymbolList(Sequence):
             self._rows = _selected_rows(self.table, self.defined)
         return self._rows
 
-    def unlisted(self) -> list[int]:
-        """Indexes of the rows of `table` left out (few when defined is True or None)."""
+    def unlisted(self, kinds: set[int] | None = None) -> list[int]:
+        """Indexes of the rows of `table` left out (few when defined is True or None); `kinds`: the set of
+        table.keys, when the caller has it."""
         from itertools import compress
 
-        left_out = _row_mask(self.table, self.defined, listed=False)
+        left_out = _row_mask(self.table, self.defined, listed=False, kinds=kinds)
         return [] if left_out is None else list(compress(range(len(self.table.names)), left_out))
 
     @property
@@ -225,17 +226,17 @@ def _selected_rows(raw: RawSymbols, defined: bool | None) -> list[int] | None:
     return None if len(keep) == n else keep
 
 
-def _row_mask(raw: RawSymbols, defined: bool | None, listed: bool):
+def _row_mask(raw: RawSymbols, defined: bool | None, listed: bool, kinds: set[int] | None = None):
     """Per row of `raw`, whether the listing keeps it (listed=True) or leaves it out (listed=False), as
     an iterator of truth values; None when it keeps every row. Section and file symbols are left out,
-    as nm does without -a."""
-    by_definedness = None if defined is None else map(bool if defined == listed else not_, raw.shndx)
-    infos = set(raw.infos)
-    hidden = {i for i in infos if i & 0xF in (STT_SECTION, STT_FILE)}
-    if not hidden:
-        return by_definedness
-    by_kind = map((infos - hidden if listed else hidden).__contains__, raw.infos)
-    return by_kind if by_definedness is None else map(and_ if listed else or_, by_definedness, by_kind)
+    as nm does without -a. Whether a row is listed depends only on its key (st_info, st_shndx), so the
+    question is asked once per distinct key (`kinds`, the set of raw.keys) and the rows are one lookup."""
+    kinds = set(raw.keys) if kinds is None else kinds
+    kept = {k for k in kinds if (k & 0xF) not in (STT_SECTION, STT_FILE)
+            and (defined is None or bool(k >> 16 & 0xFFFF) == defined)}  # st_shndx 0 is SHN_UNDEF
+    if len(kept) == len(kinds):
+        return None
+    return map((kept if listed else kinds - kept).__contains__, raw.keys)
 
 
 def _pick_rows(raw: RawSymbols, keep: list[int]) -> RawSymbols:
