@@ -3,6 +3,7 @@ the lean start-up of the command (what it imports)."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -15,7 +16,10 @@ FIXTURES = ["versioned", "needs_version", "versioned_old", "needs_b", "user", "i
 
 
 def nm_stdout(*args: str) -> str:
-    return subprocess.run(["nm", *args], capture_output=True, text=True, check=True).stdout
+    """nm's output in the C locale, whose byte order rcompat's listing follows (nm sorts with strcoll:
+    under en_US.UTF-8 case and underscores sort otherwise)."""
+    env = {**os.environ, "LC_ALL": "C"}
+    return subprocess.run(["nm", *args], capture_output=True, text=True, check=True, env=env).stdout
 
 
 @pytest.mark.parametrize("name", FIXTURES)

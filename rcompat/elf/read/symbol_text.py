@@ -52,7 +52,7 @@ def _sorted_lines(syms, shown: list[str] | None = None) -> list[str]:
         return []
     keys = raw.keys
     kinds = set(keys)  # a few dozen: everything but name, value and size is looked up by kind
-    unlisted = [] if syms.defined is False else syms.unlisted(kinds)
+    unlisted = [] if syms.defined is False else syms.unlisted()
     if shown is not None and raw is syms.table and syms.rows is not None:  # `shown` holds the listed rows
         spread = list(raw.names)
         any(map(spread.__setitem__, syms.rows, shown))
