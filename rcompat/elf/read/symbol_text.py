@@ -65,7 +65,9 @@ def _sorted_lines(syms, shown: list[str] | None = None) -> list[str]:
     middle = {k: f" {syms.letter_of(k & 0xFF, k >> 16 & 0xFFFF)} " for k in kinds}
     suffix, own_node = _suffix_table(syms, kinds, "\n")
     addresses = _addresses(raw, 16 if syms.bits == 64 else 8, blank_undefined)
-    lines = list(map("".join, zip(addresses, map(middle.__getitem__, keys), names, map(suffix.__getitem__, keys))))
+    distinct_suffixes = set(suffix.values())  # one ("\n") in a file without versions: no lookup per row
+    suffixes = repeat(*distinct_suffixes) if len(distinct_suffixes) == 1 else map(suffix.__getitem__, keys)
+    lines = list(map("".join, zip(addresses, map(middle.__getitem__, keys), names, suffixes)))
     for i in _own_node_rows(raw.names, keys, own_node):
         lines[i] = "".join((addresses[i], middle[keys[i]], names[i], "\n"))
     for i in unlisted:
