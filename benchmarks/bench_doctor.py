@@ -61,9 +61,12 @@ def main() -> int:
     tool = "collect_env + Rscript sessionInfo()"
     ok = record("doctor", "rcompat doctor, warm cache", warm_s, tool, theirs_s, goal=GOAL_WARM,
                 note="all areas; symbol indexes, torch and R facts and the race trial from the cache")
-    # Cold, the doctor's children (reticulate's discovery alone ~1.9 s of CPU) need about twice the
-    # pair's CPU: it is recorded against its goal (a miss shows in the table), but the exit status
-    # follows the warm run, the one users repeat.
+    # Cold, the doctor needs about twice the pair's CPU (measured: 4.1 s against 2.0 s): the race
+    # trial's child (torch, rpy2 and R, ~1.7 s, also serving the cuda and r areas' torch and R facts),
+    # reticulate's discovery (~1.5 s, 0.9 s of it loading Matrix, which reticulate imports) and the
+    # packages of the Python it names, the elf area's symbol indexes in this process (~0.4 s). On two
+    # cores that leaves the wall time above the pair's: it is recorded against its goal (a miss shows
+    # in the table), but the exit status follows the warm run, the one users repeat.
     record("doctor", "rcompat doctor --no-cache", cold_s, tool, theirs_s, goal=GOAL_COLD,
            note="all areas, nothing cached")
     record("doctor", "rcompat doctor --no-cache, CPU time (user + system, children included)", cpu["cold"],

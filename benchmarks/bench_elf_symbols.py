@@ -41,7 +41,9 @@ def main() -> int:
     lib = args.lib or torch_library("libtorch_cpu.so")
     if shutil.which("nm") is None:
         raise SystemExit("nm (binutils) is not installed")
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    # The C locale: nm sorts names with strcoll, rcompat in byte order (the C locale's, and C.UTF-8's);
+    # under en_US.UTF-8 nm would order case and underscores otherwise.
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"} | {"LC_ALL": "C"}
     commands = {"nm": ["nm", "-D", "--defined-only", lib],
                 "text": [*rcompat_command(), "elf", "symbols", "--defined", lib],
                 "json": [*rcompat_command(), "elf", "symbols", "--defined", "--format", "json", lib]}

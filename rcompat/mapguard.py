@@ -20,7 +20,9 @@ import os
 import signal
 import threading
 from contextlib import contextmanager
-from typing import Iterator
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up of every command)
+if TYPE_CHECKING:
+    from typing import Iterator
 
 _leases: dict[int, tuple[str, int, int]] = {}  # fd -> (path, st_dev, st_ino)
 _lock = threading.Lock()

@@ -20,7 +20,9 @@ import errno
 import io
 import os
 import sys
-from typing import Any, Callable
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up of every command)
+if TYPE_CHECKING:
+    from typing import Any, Callable
 
 
 class ClosedStream(io.TextIOBase):

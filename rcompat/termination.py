@@ -13,7 +13,9 @@ import signal
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Callable
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (2 ms of every command's start-up)
+if TYPE_CHECKING:
+    from typing import Any, Callable
 
 TERMINATING_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 

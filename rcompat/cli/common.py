@@ -183,3 +183,38 @@ def emit_report(report: Report, args: argparse.Namespace, prefix: str = "") -> i
     else:
         write_output(prefix + text, output)
     return report.exit_code(strict=strict)
+
+
+_KEPT_UNTIL_EXIT: list = []
+
+
+def end_without_teardown(*results: object) -> None:
+    """Ask for the process to end as soon as this command returns, keeping `results` (the command's
+    large data) alive until then instead of freeing them object by object and finalizing the
+    interpreter: ~13 ms of `elf symbols`' ~150 on libtorch_cpu.so (benchmarks/bench_elf_symbols.py).
+    A command asks once its output is written and when it holds nothing that must be closed or
+    flushed besides the standard streams. See exit_if_asked for when the request is honoured."""
+    _KEPT_UNTIL_EXIT.append(results)
+
+
+def exit_if_asked(code: int, as_program: bool) -> None:
+    """End the process with `code` now (os._exit, after flushing the standard streams) when the command
+    asked for it (end_without_teardown), rcompat runs as the program (`as_program`: main() called
+    without argv, as the console script and `python -m rcompat` call it; never in-process callers such
+    as tests or the R package), nothing is registered with atexit (coverage, logging, a thread pool)
+    and no other thread runs; otherwise forget the request and return."""
+    import atexit
+    import os
+
+    threading = sys.modules.get("threading")
+    pending = getattr(atexit, "_ncallbacks", lambda: 1)()  # CPython's count; elsewhere assume some
+    asked = bool(_KEPT_UNTIL_EXIT)
+    _KEPT_UNTIL_EXIT.clear()
+    if not (asked and as_program and not pending and (threading is None or threading.active_count() == 1)):
+        return
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # rcompat.streams.settle already dealt with a failed stdout
+            pass
+    os._exit(code)

@@ -11,7 +11,7 @@ import sys
 from collections.abc import Sequence
 
 from rcompat import __version__
-from rcompat.cli.common import EXIT_ERROR, EXIT_OK, HelpFormatter, register_commands
+from rcompat.cli.common import EXIT_ERROR, EXIT_OK, HelpFormatter, exit_if_asked, register_commands
 from rcompat.errors import RcompatError
 
 COMMAND_MODULES = (
@@ -94,14 +94,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     from rcompat import mapguard
     from rcompat.streams import prepare, settle
 
+    as_program = argv is None  # the console script, python -m rcompat (not tests, not the R package)
     argv = list(sys.argv[1:] if argv is None else argv)
     restore = prepare()  # closed, full or non-UTF-8 standard streams (rcompat/streams.py)
     try:
         with terminating_signals_interrupt(), mapguard.installed():  # SIGTERM/SIGHUP clean up as Ctrl-C
-            return _main(argv)                                      # does; a truncated mapped file too
+            code = _main(argv)                                      # does; a truncated mapped file too
     finally:
         settle()  # a stdout that failed must not turn the exit code into 120 at Python's exit flush
         restore()
+    exit_if_asked(code, as_program)  # a command done with large data may skip the teardown
+    return code
 
 
 def _main(argv: list[str]) -> int:

@@ -23,11 +23,16 @@ INSTALL_R = "Install R: on Debian/Ubuntu `apt-get install r-base-core` (r-base-d
 
 def r_facts(ctx) -> RFacts:
     """The R facts of this run, probed once and shared by every engine."""
+    def from_race_trial():  # the race area's trial child embeds R through rpy2 too: it answers for both
+        from rcompat.race.checks import trial_r_facts
+
+        return trial_r_facts(ctx)
+
     def produce() -> RFacts:
         from rcompat.r.facts_cache import cached_probe
 
         facts = cached_probe(timeout=ctx.timeout, lib_paths=ctx.options.get("r_lib_paths"),
-                             engine=ctx.options.get("r_engine", "auto"))
+                             engine=ctx.options.get("r_engine", "auto"), shared=from_race_trial)
         ctx.facts["r"] = facts.to_dict()
         return facts
 

@@ -13,7 +13,7 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from rcompat.isolate import ChildResult, run_child, run_python_child
 from rcompat.r.compiler import probe_compiler
@@ -107,11 +107,13 @@ def normalise_os(r_os: str) -> str:
 
 def probe(timeout: float | None = None, lib_paths: Sequence[str] | None = None,
           env: Mapping[str, str] | None = None, engine: str = "auto",
-          discover_python: bool = True) -> RFacts:
+          discover_python: bool = True, shared: Callable[[], Mapping[str, Any] | None] | None = None) -> RFacts:
     """Gather R facts in isolated children. Never raises for a broken R: failures become facts.
 
     lib_paths are put first on R's library path (through R_LIBS) for every child, so tests and users
-    can point R at another library; env adds to the children's environment.
+    can point R at another library; env adds to the children's environment. `shared()`, asked instead
+    of starting the rpy2 worker, may hand over what another child that embedded this R through rpy2
+    reported ({"core": r_facts.R's core facts, "rpy2_mode": …}; the doctor's race trial).
     """
     if engine not in ENGINES:
         from rcompat.errors import UsageError
@@ -138,17 +140,20 @@ def probe(timeout: float | None = None, lib_paths: Sequence[str] | None = None,
     if chosen != "rpy2":
         facts.rpy2 = {"used": False, "reason": "this Python runs inside R (reticulate): rpy2 must not "
                       "embed a second R here" if host.hosted_by_r else "engine 'rscript' was chosen"}
-    # reticulate's discovery (the slowest child, seconds: it runs candidate Pythons) runs while rpy2
-    # reads the core facts and, once R has answered, while the compiler is probed.
-    compiler = None
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="rcompat-r") as pool:
+    # reticulate's discovery (the slowest child, seconds: it runs candidate Pythons), then the packages
+    # of the Python it names, run while rpy2 reads the core facts and, once R has answered, while the
+    # compiler is probed.
+    python = None
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="rcompat-r") as pool:
+        compiler_probe = None
         if chosen == "rpy2":
-            discovery = pool.submit(_rscript_facts, facts, install, script, reticulate_parts, timeout)
-            core = _core_through_rpy2(facts, script, timeout)
+            discovery = pool.submit(_discover, facts, install, script, reticulate_parts, timeout, env)
+            core = _core_from_shared(facts, shared, install, lib_paths)
+            if core is None:
+                core = _core_through_rpy2(facts, script, timeout)
             if core is not None:
-                compiler = probe_compiler(install.r, timeout=timeout, env=child_env)
-            found = discovery.result()
-            reticulate = found.get("reticulate") or _reticulate_unknown(found.get(FAILED))
+                compiler_probe = pool.submit(probe_compiler, install.r, timeout=timeout, env=child_env)
+            reticulate, python = discovery.result()
             # rpy2 failed: Rscript for the core facts, unless the Rscript child just failed too
             if core is None and reticulate is not None and not reticulate.get("child_error"):
                 core = _rscript_facts(facts, install, script, ["core"], timeout).get("core")
@@ -158,6 +163,7 @@ def probe(timeout: float | None = None, lib_paths: Sequence[str] | None = None,
             core, reticulate = both.get("core"), both.get("reticulate") or _reticulate_unknown(both.get(FAILED))
             if core is not None:
                 facts.engine = "rscript"
+        compiler = compiler_probe.result() if compiler_probe is not None else None
     if core is None:
         facts.available = False
         facts.reason = "R did not report its facts (see errors)"
@@ -168,8 +174,19 @@ def probe(timeout: float | None = None, lib_paths: Sequence[str] | None = None,
     torch = facts.packages.get("torch")
     facts.torch_runtime = torch_runtime(torch.path if torch and torch.status != "absent" else None,
                                         base_env)
-    facts.python = bound_python(facts.reticulate, timeout=timeout, env=dict(env or {}))
+    facts.python = python if python is not None else bound_python(facts.reticulate, timeout=timeout,
+                                                                  env=dict(env or {}))
     return facts
+
+
+def _discover(facts: RFacts, install: RInstall, script: Path, parts: list[str], timeout: float,
+              env: Mapping[str, str] | None) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """reticulate's discovery (an Rscript child), then the packages of the Python it names (None when
+    it names none: R did not answer)."""
+    found = _rscript_facts(facts, install, script, parts, timeout)
+    reticulate = found.get("reticulate") or _reticulate_unknown(found.get(FAILED))
+    python = bound_python(reticulate, timeout=timeout, env=dict(env or {})) if reticulate else None
+    return reticulate, python
 
 
 def child_environment(install: RInstall, base_env: Mapping[str, str], lib_paths: Sequence[str] | None) -> dict[str, str]:
@@ -184,13 +201,35 @@ def child_environment(install: RInstall, base_env: Mapping[str, str], lib_paths:
     return env
 
 
-def _core_through_rpy2(facts: RFacts, script: Path, timeout: float) -> dict[str, Any] | None:
+def _rpy2_version() -> str | None:
     from importlib import metadata
 
     try:
-        version = metadata.version("rpy2")
+        return metadata.version("rpy2")
     except metadata.PackageNotFoundError:
-        version = None
+        return None
+
+
+def _core_from_shared(facts: RFacts, shared: Callable[[], Mapping[str, Any] | None] | None, install: RInstall,
+                      lib_paths: Sequence[str] | None) -> dict[str, Any] | None:
+    """The core facts another rpy2 child reported, when it embedded this very R (same R_HOME) in its
+    own library paths; else None, and the rpy2 worker runs."""
+    given = shared() if shared is not None and not lib_paths else None
+    core = given.get("core") if isinstance(given, Mapping) else None
+    if not isinstance(core, dict) or not core.get("r_home"):
+        return None
+    if install.r_home and os.path.realpath(install.r_home) != os.path.realpath(str(core["r_home"])):
+        return None
+    facts.engine = "rpy2"
+    facts.rpy2 = {"used": True, "installed": True, "version": _rpy2_version(), "ok": True,
+                  "via": "the race trial's child (one rpy2 start serves both areas)"}
+    if isinstance(given.get("rpy2_mode"), dict):
+        facts.rpy2["mode"] = given["rpy2_mode"]
+    return core
+
+
+def _core_through_rpy2(facts: RFacts, script: Path, timeout: float) -> dict[str, Any] | None:
+    version = _rpy2_version()
     if version is None or importlib.util.find_spec("rpy2") is None:
         facts.rpy2 = {"used": False, "installed": False, "reason": "rpy2 is not installed in this Python"}
         return None

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from rcompat import cache
 from rcompat.r.facts import PackageFact, RFacts, child_environment, probe, scripts_dir
@@ -32,12 +32,14 @@ CACHED_FIELDS = ("engine", "version", "platform", "os", "r_home", "lib_paths", "
 
 
 def cached_probe(timeout: float | None = None, lib_paths: Sequence[str] | None = None,
-                 env: Mapping[str, str] | None = None, engine: str = "auto") -> RFacts:
-    """probe(), answered from the cache while its key holds (facts.rpy2 then says `from_cache`)."""
+                 env: Mapping[str, str] | None = None, engine: str = "auto",
+                 shared: Callable[[], Mapping[str, Any] | None] | None = None) -> RFacts:
+    """probe(), answered from the cache while its key holds (facts.rpy2 then says `from_cache`);
+    `shared` is probe()'s (asked only when the cache does not answer)."""
     base_env = {**os.environ, **dict(env or {})}
     install = locate_r(base_env)
     if install is None or not cache.enabled(base_env):
-        return probe(timeout=timeout, lib_paths=lib_paths, env=env, engine=engine)
+        return probe(timeout=timeout, lib_paths=lib_paths, env=env, engine=engine, shared=shared)
     host = r_host()
     key = facts_key(install.to_dict(), base_env, lib_paths, engine, host.hosted_by_r)
     entry = cache.entry_path("r", "facts.json")
@@ -52,7 +54,7 @@ def cached_probe(timeout: float | None = None, lib_paths: Sequence[str] | None =
         facts.torch_runtime = torch_runtime(torch.path if torch and torch.status != "absent" else None, base_env)
         facts.python = bound_python(facts.reticulate, timeout=float(timeout or 60.0), env=dict(env or {}))
         return facts
-    facts = probe(timeout=timeout, lib_paths=lib_paths, env=env, engine=engine)
+    facts = probe(timeout=timeout, lib_paths=lib_paths, env=env, engine=engine, shared=shared)
     if facts.available and not facts.errors and facts.rpy2.get("ok", True) and facts.reticulate:
         data = facts.to_dict()
         cache.write_json(entry, FACTS_FORMAT, key, {"libraries": _stamps(facts.lib_paths),

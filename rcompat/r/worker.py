@@ -29,7 +29,7 @@ def _report_rpy2_failure(stage: str, exc: BaseException) -> int:
     return EXIT_RPY2_FAILED
 
 
-class _ApiModeFailure:
+class ApiModeFailure:
     """Catches rpy2's log line when its API module fails to load and it falls back to ABI mode
     (rpy2.rinterface_lib.openrlib logs it as a warning; nothing else tells)."""
 
@@ -51,7 +51,7 @@ class _ApiModeFailure:
         self.logger.removeHandler(self.handler)
 
 
-def _rpy2_mode(api_failure: _ApiModeFailure) -> dict:
+def rpy2_mode(api_failure: ApiModeFailure) -> dict:
     """Which of rpy2's two bindings to R is in effect: API (its compiled module, built against R's
     headers) or ABI (cffi's dlopen of libR); what was requested (RPY2_CFFI_MODE, default ANY); and
     the API module's import error when ANY fell back to ABI."""
@@ -72,6 +72,13 @@ def _rpy2_mode(api_failure: _ApiModeFailure) -> dict:
     return {"mode": mode, "requested": getattr(requested, "value", None), "api_error": api_error}
 
 
+def core_facts_json(robjects, script: str) -> str:
+    """r_facts.R's core facts as R writes them ({"core": …}, JSON text), from the R that `robjects`
+    (rpy2.robjects) embeds; the race trial's child asks this too, after its trial (one rpy2 start)."""
+    robjects.r["source"](script)
+    return str(robjects.r("rcompat_json(list(core = rcompat_core_facts()))")[0])
+
+
 def _initialise(rinterface) -> None:
     # rpy2 3.5 has initr_simple() (embeds R without rpy2's own R-side start-up); rpy2 3.6 dropped it
     # and has only initr().
@@ -85,14 +92,14 @@ def main(argv: list[str]) -> int:
         return 2
     script = argv[0]
     emit({"step": "import rpy2.rinterface"})
-    api_failure = _ApiModeFailure()
+    api_failure = ApiModeFailure()
     try:
         import rpy2.rinterface as rinterface
     except Exception as exc:  # noqa: BLE001 - ImportError, OSError (dlopen), cffi errors alike
         return _report_rpy2_failure("import rpy2.rinterface", exc)
     finally:
         api_failure.close()
-    emit({"rpy2_mode": _rpy2_mode(api_failure)})
+    emit({"rpy2_mode": rpy2_mode(api_failure)})
     emit({"step": "initialise embedded R"})
     try:
         _initialise(rinterface)
@@ -101,8 +108,7 @@ def main(argv: list[str]) -> int:
         return _report_rpy2_failure("initialise embedded R", exc)
     emit({"step": "gather R facts"})
     try:
-        robjects.r["source"](script)
-        text = robjects.r("rcompat_json(list(core = rcompat_core_facts()))")[0]
+        text = core_facts_json(robjects, script)
     except Exception as exc:  # noqa: BLE001 - an R error inside the facts script
         emit({"r_error": {"type": type(exc).__name__, "message": str(exc)}})
         return 1

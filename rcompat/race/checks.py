@@ -18,6 +18,7 @@ AREA = "race"
 TITLE = "R and Python in one process: races and the address space"
 DOCTOR_TRIAL = {"device": "cpu", "iterations": 4, "workers": 2, "mode": "serialized", "trials": 1, "seed": 1}
 DOCTOR_TRIAL_TIMEOUT_S = 20.0
+R_FACT_READERS = ("r", "cuda", "elf")  # the areas that read R's facts
 
 
 def check_own_maps(ctx) -> Iterable[Finding]:
@@ -49,7 +50,9 @@ def doctor_trial(ctx) -> tuple[list[Finding], dict, dict | None]:
     """(findings, facts, torch's facts or None) of the doctor's one trial, run once per doctor run
     (or read from rcompat.race.trial_cache). When the cuda area is in the run too, the trial's child,
     having imported torch for the trial, also reports what the torch child would, once its trial has
-    ended (rcompat.race.runner.run(torch_facts=True)): one torch start serves both areas."""
+    ended (rcompat.race.runner.run(torch_facts=True)): one torch start serves both areas. When R's
+    facts are wanted too (the r, cuda or elf area), it reports what the r area's rpy2 worker would
+    (run(r_facts=…)): one rpy2 and R start serves them."""
     def produce() -> tuple[list[Finding], dict, dict | None]:
         from rcompat.race.trial_cache import cached_trial
 
@@ -59,15 +62,38 @@ def doctor_trial(ctx) -> tuple[list[Finding], dict, dict | None]:
             from rcompat.race.runner import run
 
             result = run(**DOCTOR_TRIAL, timeout=min(float(ctx.timeout), DOCTOR_TRIAL_TIMEOUT_S),
-                         torch_facts="cuda" in ctx.areas)
+                         torch_facts="cuda" in ctx.areas, r_facts=_r_facts_script(ctx))
             if result.torch_facts is not None:
                 shared.update(record=result.torch_facts, duration_s=result.torch_duration_s)
+            if result.r_facts is not None:
+                shared["r_facts"] = result.r_facts
             return result.to_findings(), {"config": result.config, "summary": result.summary("serialized")}
 
         findings, facts = cached_trial(DOCTOR_TRIAL, trial)
         return findings, facts, shared or None
 
     return ctx.memo("race.trial", produce)
+
+
+def _r_facts_script(ctx) -> str | None:
+    """r_facts.R, when an area of this run reads R's facts (rcompat.r.checks.shared_r_facts) through
+    rpy2 in R's own library paths: what the trial's child can answer for (it gets no R_LIBS)."""
+    from rcompat.r.facts import scripts_dir
+
+    if not set(R_FACT_READERS) & set(ctx.areas) or ctx.options.get("r_lib_paths") \
+            or ctx.options.get("r_engine", "auto") == "rscript":
+        return None
+    return str(scripts_dir() / "r_facts.R")
+
+
+def trial_r_facts(ctx) -> dict | None:
+    """What the race trial's child said of R ({"core", "rpy2_mode"}), when this run's race area runs
+    its trial now with rpy2 and torch installed and that child could tell; else None, and the r area
+    starts its own rpy2 worker."""
+    if "race" not in ctx.areas or any(importlib.util.find_spec(m) is None for m in ("rpy2", "torch")):
+        return None
+    shared = doctor_trial(ctx)[2]
+    return (shared or {}).get("r_facts")
 
 
 def trial_torch_facts(ctx) -> dict | None:

@@ -28,6 +28,9 @@ class RaceResult:
     # and how long that child ran: the doctor's torch facts without a torch child of their own.
     torch_facts: dict[str, Any] | None = None
     torch_duration_s: float = 0.0
+    # R's core facts and rpy2's mode as that child reported them after its trial (run(r_facts=SCRIPT)):
+    # {"core": …, "rpy2_mode": …}, or None.
+    r_facts: dict[str, Any] | None = None
 
     # -- per mode ---------------------------------------------------------------------------------
     def modes(self) -> list[str]:

@@ -38,7 +38,7 @@ def run(device: str = "auto", iterations: int = 20, workers: int = 4, mode: str 
         timeout: float = 30.0, trace: str | None = None, *, trials: int = 3, seed: int | None = None,
         r_stack_check: bool = True, jitter_s: float = 0.0005,
         hooks: Mapping[str, Any] | None = None, progress: "Progress | None" = None,
-        torch_facts: bool = False) -> RaceResult:
+        torch_facts: bool = False, r_facts: str | None = None) -> RaceResult:
     """Run `trials` trials per mode ("unsafe", "serialized" or "both") and return what they showed.
 
     `timeout` (seconds): a trial with no progress by then is a hang; one still progressing runs on,
@@ -48,7 +48,8 @@ def run(device: str = "auto", iterations: int = 20, workers: int = 4, mode: str 
     `progress` (rcompat.progress) shows which trial is running: "serialized trial 2/3".
     `torch_facts`: the first trial's child, once its trial has ended, also reports what the doctor's
     torch child would (rcompat.cuda.torch_child.torch_facts) in `result.torch_facts` (None when it
-    could not), so the doctor starts torch once for both.
+    could not), so the doctor starts torch once for both. `r_facts` (the path of r_facts.R): that child
+    also reports rpy2's mode and R's core facts (rcompat.r.worker's answer) in `result.r_facts`.
     """
     from rcompat.progress import disabled
 
@@ -73,19 +74,26 @@ def run(device: str = "auto", iterations: int = 20, workers: int = 4, mode: str 
               "timeout": float(timeout), "seed": seed, "r_stack_check": bool(r_stack_check),
               "jitter_s": float(jitter_s), "modes": modes, "run_id": run_id}
     result = RaceResult(config=config)
+    child_env = _r_home_env()
     for m in modes:
         for index in range(trials):
             trial_config = {"mode": m, "seed": seed + index, "device": device, "iterations": iterations,
                             "workers": workers, "r_stack_check": bool(r_stack_check), "jitter_s": float(jitter_s),
                             "run_id": run_id, **dict(hooks or {}),
-                            **({"torch_facts": True} if torch_facts and not result.trials else {})}
+                            **({"torch_facts": True} if torch_facts and not result.trials else {}),
+                            **({"r_facts": str(r_facts)} if r_facts and not result.trials else {})}
             progress.note(f"{m} trial {index + 1}/{trials}")
             child = run_python_child(WORKER_MODULE, [json.dumps(trial_config)], timeout=float(timeout),
-                                     patience=PATIENCE)
+                                     patience=PATIENCE, env=child_env)
             trial = classify(child, mode=m, index=index, seed=seed + index, config=trial_config)
             if trial_config.get("torch_facts"):
                 result.torch_facts = next((r["torch_facts"] for r in child.records if "torch_facts" in r), None)
                 result.torch_duration_s = child.duration_s
+            if trial_config.get("r_facts"):
+                said = next((r for r in child.records if "r_facts" in r), None)
+                core = said.get("r_facts") if said is not None else None
+                result.r_facts = {"core": core.get("core"), "rpy2_mode": said.get("rpy2_mode")} \
+                    if isinstance(core, dict) else None
             result.trials.append(trial)
             if trial.outcome == SETUP:  # no R, no torch or no CUDA: every further trial would say the same
                 break
@@ -96,6 +104,18 @@ def run(device: str = "auto", iterations: int = 20, workers: int = 4, mode: str 
 
         write_chrome_trace(trace, result.trials, result.config)
     return result
+
+
+def _r_home_env() -> dict[str, str] | None:
+    """R_HOME for the trial's child when it is not set: rpy2 otherwise runs `R RHOME` to learn it (a
+    shell script's start, on the way to the trial) and then sets it in the child itself, to the value
+    the R front end on PATH names (what rcompat.r.host.locate_r reads from that script)."""
+    from rcompat.r.host import locate_r
+
+    if os.environ.get("R_HOME"):
+        return None
+    install = locate_r()
+    return {"R_HOME": install.r_home} if install is not None and install.r_home else None
 
 
 def _modes(mode: str) -> list[str]:

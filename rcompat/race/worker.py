@@ -238,12 +238,16 @@ def main(argv: list[str] | None = None) -> int:
     timeline.write({"ev": "start", "pid": os.getpid(), "mode": mode, "seed": config["seed"],
                     "workers": config["workers"], "iterations": config["iterations"],
                     "run_id": config.get("run_id"), "t_ns": time.monotonic_ns()})
+    api_failure = _api_mode_watch() if config.get("r_facts") else None
     try:
         r = RSide(timeline, bool(config.get("r_stack_check", True)))
         import torch
     except Exception as exc:  # noqa: BLE001 - no R or no torch: the trial cannot run at all
         timeline.write({"ev": "setup_error", "reason": f"{type(exc).__name__}: {exc}"})
         return SETUP_FAILED
+    finally:
+        if api_failure is not None:
+            api_failure.close()
     device = resolve_device(config.get("device", "auto"), torch)
     if device is None:
         timeline.write({"ev": "setup_error", "reason": "CUDA was asked for but torch.cuda.is_available() "
@@ -284,7 +288,28 @@ def main(argv: list[str] | None = None) -> int:
             timeline.write({"torch_facts": torch_facts(torch, lambda step: None)})
         except Exception as exc:  # noqa: BLE001 - the doctor then asks its own torch child
             timeline.write({"torch_facts_error": f"{type(exc).__name__}: {exc}"})
+    if config.get("r_facts"):  # after the trial too, on R's own (the main) thread
+        timeline.write(_r_facts(config["r_facts"], api_failure))
     return 0
+
+
+def _api_mode_watch():
+    from rcompat.r.worker import ApiModeFailure
+
+    return ApiModeFailure()
+
+
+def _r_facts(script: str, api_failure) -> dict[str, Any]:
+    """What the r area's rpy2 worker would report (rcompat.r.worker): rpy2's mode and r_facts.R's core
+    facts, from the R this trial embedded, so the doctor starts rpy2 and R once for both areas."""
+    from rcompat.r.worker import core_facts_json, rpy2_mode
+
+    try:
+        import rpy2.robjects as robjects
+
+        return {"rpy2_mode": rpy2_mode(api_failure), "r_facts": json.loads(core_facts_json(robjects, script))}
+    except Exception as exc:  # noqa: BLE001 - the doctor then starts its own rpy2 worker
+        return {"r_facts_error": f"{type(exc).__name__}: {exc}"}
 
 
 def resolve_device(requested: str, torch_mod: Any) -> str | None:

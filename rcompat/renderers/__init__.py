@@ -1,7 +1,9 @@
 """Renderers: a Report in, a string out. They never probe and never decide the exit code."""
 from __future__ import annotations
 
-from typing import Any
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up of every command)
+if TYPE_CHECKING:
+    from typing import Any
 
 from rcompat.errors import UsageError
 

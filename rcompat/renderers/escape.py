@@ -19,10 +19,12 @@ def escape_undecodable(text: str) -> str:
     return escape(text)
 
 # C0 controls (but tab), DEL and C1 controls; newline is kept where a text's lines are meant.
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-_CONTROL_OR_NEWLINE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f]")
+# Patterns, compiled by re (and kept in its cache) when first used: compiling the three at import was
+# most of this module's ~0.8 ms, paid by `elf symbols`, whose plain output never needs them.
+_CONTROL = "[\x00-\x08\x0b-\x1f\x7f-\x9f]"
+_CONTROL_OR_NEWLINE = "[\x00-\x08\x0a-\x1f\x7f-\x9f]"
 # Characters XML 1.0 cannot hold at all, even as character references.
-_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+_NOT_XML = "[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]"
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
@@ -35,7 +37,7 @@ def _escape_char(match: re.Match) -> str:
 
 def one_line(text: object) -> str:
     """`text` as one printable line: newlines and every other control character escaped."""
-    return _CONTROL_OR_NEWLINE.sub(_escape_char, escape_undecodable(str(text)))
+    return re.sub(_CONTROL_OR_NEWLINE, _escape_char, escape_undecodable(str(text)))
 
 
 # Bytes that need no escape in ASCII text where lines are kept: tab, newline, space to '~'.
@@ -50,10 +52,21 @@ def printable(text: object) -> str:
     if text.isascii():
         if not text.encode("ascii").translate(None, _SAFE_ASCII_LINES):
             return text
-        return _CONTROL.sub(_escape_char, text)
-    return _CONTROL.sub(_escape_char, escape_undecodable(text))
+        return re.sub(_CONTROL, _escape_char, text)
+    return re.sub(_CONTROL, _escape_char, escape_undecodable(text))
+
+
+def plain_ascii(text: str) -> bytes | None:
+    """`text` as ASCII bytes when printable() would return it unchanged (ASCII, no control character
+    but tab and newline), else None: what a large listing writes to a binary stream without the text
+    layer encoding it a second time."""
+    if text.isascii():
+        data = text.encode("ascii")
+        if not data.translate(None, _SAFE_ASCII_LINES):
+            return data
+    return None
 
 
 def xml_text(text: object) -> str:
     """`text` as XML 1.0 can hold it (ElementTree escapes <, & and quotes; these it cannot)."""
-    return _NOT_XML.sub(_escape_char, escape_undecodable(str(text)))
+    return re.sub(_NOT_XML, _escape_char, escape_undecodable(str(text)))

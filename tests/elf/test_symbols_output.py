@@ -3,6 +3,7 @@ the lean start-up of the command (what it imports)."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -15,7 +16,10 @@ FIXTURES = ["versioned", "needs_version", "versioned_old", "needs_b", "user", "i
 
 
 def nm_stdout(*args: str) -> str:
-    return subprocess.run(["nm", *args], capture_output=True, text=True, check=True).stdout
+    """nm's output in the C locale, whose byte order rcompat's listing follows (nm sorts with strcoll:
+    under en_US.UTF-8 case and underscores sort otherwise)."""
+    env = {**os.environ, "LC_ALL": "C"}
+    return subprocess.run(["nm", *args], capture_output=True, text=True, check=True, env=env).stdout
 
 
 @pytest.mark.parametrize("name", FIXTURES)
@@ -85,14 +89,12 @@ def test_empty_selection_gives_empty_outputs(lib32):
 def test_elf_symbols_command_imports_no_heavy_or_unrelated_module(libs):
     """The path to `rcompat elf symbols` must stay lean: no numpy/pandas/torch/rpy2, nor the modules of
     other commands, the report model, or pyelftools (the headers are read with struct)."""
-    code = ("import runpy, sys\n"
+    # The modules are listed at exit (an atexit callback, which also keeps the command from ending the
+    # process before it: rcompat.cli.common.exit_if_asked).
+    code = ("import atexit, runpy, sys\n"
+            "atexit.register(lambda: sys.stderr.write(' '.join(sorted(sys.modules))))\n"
             "sys.argv = ['rcompat', 'elf', 'symbols', '--defined', '-f', 'json', sys.argv[1]]\n"
-            "try:\n"
-            "    runpy.run_module('rcompat', run_name='__main__')\n"
-            "except SystemExit as exc:\n"
-            "    assert exc.code == 0, exc.code\n"
-            "sys.stdout.flush()\n"
-            "sys.stderr.write(' '.join(sorted(sys.modules)))\n")
+            "runpy.run_module('rcompat', run_name='__main__')\n")
     proc = subprocess.run([sys.executable, "-c", code, str(libs["versioned"])], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)  # the command really ran
@@ -123,3 +125,43 @@ def test_section_and_file_symbols_are_left_out_like_nm(cli, libs, tmp_path, stt)
         assert out == nm_stdout("-D", *[w + "-only" for w in which], str(patched))
     assert "plain" not in {s.name for s in symbols(patched)}
     assert len(json.loads("".join(symbols(patched, defined=True).json_chunks()))) == len(symbols(patched, defined=True))
+
+
+def test_elf_symbols_run_as_the_program_ends_without_the_interpreter_teardown(libs, capsys):
+    """`elf symbols` asks to end without freeing its listing (rcompat.cli.common.end_without_teardown):
+    run as the program, the process ends right after main() with the whole listing written and exit 0;
+    with an atexit callback registered the interpreter ends as usual and the callback runs; called
+    in-process with its arguments, main() returns and keeps nothing."""
+    from rcompat.cli import common
+    from rcompat.cli.main import main
+
+    path = str(libs["versioned"])
+    expected = nm_stdout("-D", path)
+    program = ("import sys\n"
+               "sys.argv = ['rcompat', 'elf', 'symbols', sys.argv[1]]\n"
+               "from rcompat.cli.main import main\n"
+               "code = main()\n"
+               "sys.stderr.write(f'main returned {code}')\n")
+    ended = subprocess.run([sys.executable, "-c", program, path], capture_output=True, text=True)
+    assert (ended.returncode, ended.stdout, ended.stderr) == (0, expected, "")
+    with_atexit = "import atexit, sys\natexit.register(sys.stderr.write, ' then atexit')\n" + program
+    usual = subprocess.run([sys.executable, "-c", with_atexit, path], capture_output=True, text=True)
+    assert (usual.returncode, usual.stdout, usual.stderr) == (0, expected, "main returned 0 then atexit")
+    assert main(["elf", "symbols", path]) == 0
+    assert capsys.readouterr().out == expected
+    assert common._KEPT_UNTIL_EXIT == []
+
+
+def test_control_characters_in_symbol_names_are_escaped_and_the_rest_is_nm_output(cli, gcc, tmp_path):
+    """A name holding ESC is printed with `\\x1b` in its place (the text is written as bytes only when
+    it needs no escape); a UTF-8 name and the sort order are nm's."""
+    raw_names = [b"red\x1b[31mname", b"caf\xc3\xa9", b"plain"]
+    asm = b".section .note.GNU-stack,\"\",@progbits\n.text\n"
+    asm += b"".join(b'.globl "%s"\n"%s":\n ret\n' % (name, name) for name in raw_names)
+    (tmp_path / "hostile.s").write_bytes(asm)
+    lib = tmp_path / "libhostile.so"
+    subprocess.run([gcc, "-shared", "-fPIC", "-o", str(lib), str(tmp_path / "hostile.s")], check=True, timeout=60)
+    proc = cli("elf", "symbols", "--defined", str(lib))
+    assert proc.returncode == 0, proc.stderr
+    assert "\x1b" not in proc.stdout and "T red\\x1b[31mname\n" in proc.stdout
+    assert proc.stdout == nm_stdout("-D", "--defined-only", str(lib)).replace("\x1b", "\\x1b")

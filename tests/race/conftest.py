@@ -1,6 +1,7 @@
 """Fixtures of the race tests: the gcc-built crash library and a guard that no trial child survives."""
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import os
 import subprocess
@@ -9,6 +10,7 @@ from pathlib import Path
 import pytest
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+SPIED = ("rcompat.cuda.torch_probe", "rcompat.race.runner", "rcompat.r.facts")  # they import run_python_child by name
 
 
 @pytest.fixture(scope="session")
@@ -44,3 +46,21 @@ def processes_mentioning(token: str) -> list[int]:
 @pytest.fixture(scope="session")
 def survivors():
     return processes_mentioning
+
+
+@pytest.fixture
+def started(monkeypatch) -> list[str]:
+    """The modules of the Python children a run starts (a spy that calls the real helper)."""
+    from rcompat import isolate
+
+    modules: list[str] = []
+    real = isolate.run_python_child
+
+    def spy(module, *args, **kwargs):
+        modules.append(module)
+        return real(module, *args, **kwargs)
+
+    monkeypatch.setattr(isolate, "run_python_child", spy)
+    for name in SPIED:
+        monkeypatch.setattr(importlib.import_module(name), "run_python_child", spy)
+    return modules

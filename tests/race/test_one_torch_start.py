@@ -7,25 +7,7 @@ import importlib
 
 import pytest
 
-from rcompat import isolate
-
 doctor = importlib.import_module("rcompat.areas")  # the module, not the rcompat.doctor() function
-
-
-@pytest.fixture
-def started(monkeypatch) -> list[str]:
-    """The modules of the Python children the run starts (a spy that calls the real helper)."""
-    modules: list[str] = []
-    real = isolate.run_python_child
-
-    def spy(module, *args, **kwargs):
-        modules.append(module)
-        return real(module, *args, **kwargs)
-
-    monkeypatch.setattr(isolate, "run_python_child", spy)
-    for name in ("rcompat.cuda.torch_probe", "rcompat.race.runner"):  # the names they imported
-        monkeypatch.setattr(importlib.import_module(name), "run_python_child", spy)
-    return modules
 
 
 def test_cuda_and_race_share_the_trial_childs_torch(r_and_torch, started, tmp_path, monkeypatch):

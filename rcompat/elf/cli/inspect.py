@@ -90,16 +90,24 @@ def _json(obj) -> None:
 
 
 def _symbols(args) -> int:
+    from rcompat.cli.common import end_without_teardown
     from rcompat.elf.read.symbols import symbols
 
     defined = True if args.defined else (False if args.undefined else None)
     syms = symbols(args.lib, defined=defined, demangle=args.demangle)
     if args.format in ("nm", "json"):
-        from rcompat.renderers.escape import printable
+        from rcompat.renderers.escape import plain_ascii, printable
 
         chunks = syms.nm_chunks if args.format == "nm" else syms.json_chunks
+        binary = _ascii_buffer(sys.stdout)
         for chunk in chunks(demangle=args.demangle):
-            sys.stdout.write(printable(chunk))  # names from the file: no raw control characters
+            data = plain_ascii(chunk) if binary is not None else None
+            if data is not None:  # the common case, encoded once
+                binary.write(data)
+            else:
+                sys.stdout.write(printable(chunk))  # names from the file: no raw control characters
+                if binary is not None:
+                    sys.stdout.flush()  # before the next binary write
     else:
         import csv
 
@@ -108,7 +116,24 @@ def _symbols(args) -> int:
             writer = csv.DictWriter(sys.stdout, fieldnames=list(rows[0]))
             writer.writeheader()
             writer.writerows(rows)
+    end_without_teardown(syms)  # everything is written: 75k rows need not be freed one by one
     return EXIT_OK
+
+
+def _ascii_buffer(stream):
+    """The binary buffer under the text stream `stream` (flushed, so bytes written to it come in order)
+    when ASCII text is written to it as its ASCII bytes; else None (a StringIO, a UTF-16 stream)."""
+    import codecs
+
+    buffer = getattr(stream, "buffer", None)
+    try:
+        ascii_compatible = codecs.lookup(stream.encoding or "").name in ("utf-8", "ascii", "latin-1", "iso8859-1")
+    except (AttributeError, LookupError, TypeError):
+        return None
+    if buffer is None or not ascii_compatible or not hasattr(buffer, "write"):
+        return None
+    stream.flush()
+    return buffer
 
 
 def _deps(args) -> int:

@@ -82,15 +82,23 @@ def _cached(identity) -> BuildFacts:
 
     from rcompat.inputs import InputRefused, open_mapped
 
+    from rcompat.elf.read.reader import open_elf
+
     try:
+        # Which sections are where, from the section table alone: pyelftools finds a section by name
+        # by making an object of every section first, and its .gnu.hash object parses the whole
+        # table (3/4 of this function's time on libpython and libtorch_cpu.so).
+        with open_elf(path) as image:
+            index = {s.name: s.index for s in reversed(image.sections)}  # the first of a name, as pyelftools
+            notes = [s.index for s in image.sections if s.type == "SHT_NOTE"]
         with open_mapped(path, "an ELF file") as stream:
             elf = ELFFile(stream)
-            comment = elf.get_section_by_name(".comment")
+            comment = elf.get_section(index[".comment"]) if ".comment" in index else None
             toolchain = _strings(comment.data()) if comment is not None else ()
-            build_id, abi_tag = _notes(elf)
-            dynstr = elf.get_section_by_name(".dynstr")
+            build_id, abi_tag = _notes(elf, notes)
+            dynstr = elf.get_section(index[".dynstr"]) if ".dynstr" in index else None
             cxx_abi, evidence = string_abi(dynstr.data() if dynstr is not None else b"")
-            producers = _producers(elf)
+            producers = _producers(elf) if ".debug_info" in index else ()
     except (PyElfError, ValueError, KeyError, OSError, InputRefused, AttributeError) as exc:
         raise ElfError(path, f"cannot read its build notes: {exc}") from exc
     return BuildFacts(path, toolchain, producers, build_id, abi_tag, cxx_abi, evidence)
@@ -105,11 +113,9 @@ def _strings(data: bytes) -> tuple[str, ...]:
     return tuple(seen)
 
 
-def _notes(elf) -> tuple[str | None, str | None]:
+def _notes(elf, indexes: list[int]) -> tuple[str | None, str | None]:
     build_id = abi_tag = None
-    for section in elf.iter_sections():
-        if section["sh_type"] != "SHT_NOTE":
-            continue
+    for section in map(elf.get_section, indexes):
         for note in section.iter_notes():
             if note["n_name"] != "GNU":  # other owners reuse the type numbers (stapsdt, go, ...)
                 continue
@@ -123,8 +129,6 @@ def _notes(elf) -> tuple[str | None, str | None]:
 
 
 def _producers(elf) -> tuple[str, ...]:
-    if elf.get_section_by_name(".debug_info") is None:
-        return ()
     seen: dict[str, None] = {}
     for number, unit in enumerate(elf.get_dwarf_info().iter_CUs()):
         if number >= MAX_UNITS or len(seen) >= MAX_PRODUCERS:

@@ -75,20 +75,42 @@ class RawSymbols:
     symbol), the .gnu.version entry of each symbol (empty without that section), the names decoded, and
     `keys`: st_info | st_other << 8 | st_shndx << 16 | versym << 32 per symbol, one int that keys, in a
     dict lookup, everything a symbol shows besides its name, value and size (letter, type, binding,
-    visibility, section, version)."""
+    visibility, section, version). The other columns are given, or decoded from `source` (a
+    rcompat.elf.read.symbol_columns.SymbolColumns) when first read."""
 
-    __slots__ = ("names", "infos", "others", "shndx", "values", "sizes", "versym", "keys")
+    __slots__ = ("names", "keys", "_columns", "_source")
 
     def __init__(self, names: list[str] | None = None, infos: bytes = b"", others: bytes = b"",
                  shndx: list[int] | None = None, values: list[int] | None = None, sizes: list[int] | None = None,
-                 versym: list[int] | None = None, keys: list[int] | None = None) -> None:
-        self.names, self.infos, self.others = names or [], infos, others
-        self.shndx, self.values, self.sizes, self.versym = shndx or [], values or [], sizes or [], versym or []
-        self.keys = keys or []
+                 versym: list[int] | None = None, keys: list[int] | None = None, source=None) -> None:
+        self.names, self.keys, self._source = names or [], keys or [], source
+        self._columns = {} if source is not None else {
+            "infos": infos, "others": others, "shndx": shndx or [], "values": values or [], "sizes": sizes or [],
+            "versym": versym or []}
+
+    def _column(self, name: str):
+        if name not in self._columns:
+            self._columns[name] = self._source.column(name)
+        return self._columns[name]
+
+    infos = property(lambda self: self._column("infos"))
+    others = property(lambda self: self._column("others"))
+    shndx = property(lambda self: self._column("shndx"))
+    values = property(lambda self: self._column("values"))
+    sizes = property(lambda self: self._column("sizes"))
+    versym = property(lambda self: self._column("versym"))
+
+    def value_array(self, typecode: str):
+        """`values` as an array.array of `typecode`, straight from the packed entries when they are
+        still to be decoded (no int object per symbol)."""
+        from array import array
+
+        if self._source is not None and "values" not in self._columns:
+            return self._source.value_array()
+        return array(typecode, self.values)
 
     def __len__(self) -> int:
         return len(self.names)
-
 
 
 TYPE_OF_INFO = [STT.get(i & 0xF, str(i & 0xF)) for i in range(256)]

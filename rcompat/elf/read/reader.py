@@ -20,9 +20,8 @@ from __future__ import annotations
 import mmap
 import os
 import struct
-from collections.abc import Iterator
-from functools import cached_property
-from pathlib import Path
+from collections.abc import Callable, Iterator
+from functools import cached_property, partial
 
 from rcompat.elf.errors import ElfError, NotElfError
 from rcompat.elf.read.files import check_regular_file, open_elf_file
@@ -31,7 +30,7 @@ from rcompat.elf.read.format import (BIND_OF_INFO, DF_SYMBOLIC, DT_FLAGS, DT_NEE
                                      MACHINE_SECTION_TYPES, RawSymbols, SECTION_TYPES, SHN_UNDEF, SHN_XINDEX,
                                      SHT_NOBITS, Section, SymbolTable, TYPE_OF_INFO, VERSYM_HIDDEN,
                                      VISIBILITY_OF_OTHER, VersionDef, VersionNeed)
-from rcompat.elf.read.symbol_columns import names_at, symbol_columns
+from rcompat.elf.read.symbol_columns import SymbolColumns, names_at
 from rcompat.standins import map_extent
 
 
@@ -39,7 +38,7 @@ class ElfImage:
     """A read-only view of one ELF file. Use as a context manager, or call close()."""
 
     def __init__(self, path: "str | os.PathLike[str]") -> None:
-        self.path = Path(path)
+        self.path = os.fspath(path)  # a str: pathlib is not imported on `elf symbols`' way
         self._check_path()
         self._fh = open_elf_file(self.path)
         extent = getattr(self._fh, "extent", None)  # a member read in place from its image (rcompat/standins.py)
@@ -176,8 +175,12 @@ class ElfImage:
             raise ElfError(self.path, f"section {sec.name} links to missing section {sec.link}", sec.offset)
         return self.sections[sec.link]
 
-    def _linked_strtab(self, sec: Section) -> bytes:
-        return self.section_bytes(self._linked(sec))
+    def _linked_strings(self, sec: Section) -> "Callable[[int], str]":
+        """The string at an offset of the string table `sec` links to, read in place: a 5 MB .dynstr is not
+        copied for a few version names (~5 ms of `elf symbols`' CPU, its pages faulted in)."""
+        table = self._linked(sec)
+        size = table.size if table.occupies_file else 0
+        return partial(_cstr, self.data, path=self.path, base=table.offset, size=size)
 
     # -- dynamic section ---------------------------------------------------------------------
     @cached_property
@@ -194,13 +197,9 @@ class ElfImage:
             tags.append((tag, val))
         return tags
 
-    @cached_property
-    def _dynstr(self) -> bytes:
-        sec = self.section_by_type("SHT_DYNAMIC")
-        return self._linked_strtab(sec) if sec is not None else b""
-
     def _dyn_strings(self, tag: int) -> list[str]:
-        return [_cstr(self._dynstr, v, self.path) for t, v in self.dynamic if t == tag]
+        values = [v for t, v in self.dynamic if t == tag]
+        return list(map(self._linked_strings(self.section_by_type("SHT_DYNAMIC")), values)) if values else []
 
     @property
     def needed(self) -> list[str]:
@@ -229,11 +228,11 @@ class ElfImage:
         sec = self.section_by_type("SHT_GNU_verdef")
         if sec is None:
             return {}
-        data, strtab = self.section_bytes(sec), self._linked_strtab(sec)
+        data, string = self.section_bytes(sec), self._linked_strings(sec)
         out: dict[int, VersionDef] = {}
         for off, (_ver, flags, ndx, cnt, _hash, aux, _next) in self._chain(data, sec, 0, max(sec.info, 1),
                                                                           "HHHHIII", 6):
-            names = [_cstr(strtab, vda_name, self.path) for _, (vda_name, _vda_next) in
+            names = [string(vda_name) for _, (vda_name, _vda_next) in
                      self._chain(data, sec, off + aux, cnt, "II", 1, "corrupt version definition")]
             if names:
                 out[ndx] = VersionDef(ndx, names[0], flags, tuple(names[1:]))
@@ -244,13 +243,13 @@ class ElfImage:
         sec = self.section_by_type("SHT_GNU_verneed")
         if sec is None:
             return {}
-        data, strtab = self.section_bytes(sec), self._linked_strtab(sec)
+        data, string = self.section_bytes(sec), self._linked_strings(sec)
         out: dict[int, VersionNeed] = {}
         for off, (_ver, cnt, vn_file, aux, _next) in self._chain(data, sec, 0, max(sec.info, 1), "HHIII", 4):
-            file = _cstr(strtab, vn_file, self.path)
+            file = string(vn_file)
             for _, (_h, flags, other, name, _anext) in self._chain(data, sec, off + aux, cnt, "IHHII", 4,
                                                                    "corrupt version requirement"):
-                out[other] = VersionNeed(other, file, _cstr(strtab, name, self.path), flags)
+                out[other] = VersionNeed(other, file, string(name), flags)
         return out
 
     def _chain(self, data: bytes, sec: Section, off: int, count: int, fmt: str, next_field: int,
@@ -280,23 +279,22 @@ class ElfImage:
             return RawSymbols()
         strtab = self._latin1(self._linked(sec))
         ent = 24 if self.bits == 64 else 16  # sizeof(Elf64_Sym), sizeof(Elf32_Sym)
-        raw = self.section_bytes(sec)
-        count = len(raw) // ent
+        count = sec.size // ent if sec.occupies_file else 0
         if count <= 1:
             return RawSymbols()
-        # Column-wise decoding over strided memoryviews: every column comes out of C in one call, where
-        # struct.iter_unpack + zip takes ~40 ms and a per-symbol loop ~75 ms on libtorch_cpu.so.
-        versym = self._versym(count)[1:]
-        with memoryview(raw) as entries:
-            st_names, infos, others, ndxs, values, sizes, keys = symbol_columns(entries[ent: count * ent],
-                                                                                 self.bits, self.endian, versym)
+        # Column-wise decoding over strided memoryviews (symbol_columns): every column comes out of C in
+        # one call, where struct.iter_unpack + zip takes ~40 ms and a per-symbol loop ~75 ms on
+        # libtorch_cpu.so; the columns `elf symbols` does not show (sizes) are never decoded.
+        with memoryview(self.data) as whole:
+            entries = whole[sec.offset + ent:sec.offset + count * ent].tobytes()
+        columns = SymbolColumns(entries, self.bits, self.endian, self._versym(count))
+        st_names = columns.column("st_names")
         strlen = len(strtab)
         if max(st_names) >= max(strlen, 1):  # offset 0 (no name) is fine even in an empty table
             bad = next(i for i, o in enumerate(st_names) if o >= strlen and o)
             raise ElfError(self.path, f"symbol {bad + 1} name offset {st_names[bad]} outside the string table "
                                       f"({strlen} bytes)", sec.offset + (bad + 1) * ent)
-        return RawSymbols(names_at(strtab, st_names), infos, others, list(ndxs), list(values), list(sizes),
-                          versym, keys)
+        return RawSymbols(names_at(strtab, st_names), keys=columns.column("keys"), source=columns)
 
     @cached_property
     def dynamic_symbols(self) -> SymbolTable:
@@ -336,14 +334,14 @@ class ElfImage:
                 labels[vidx] = ("", "")
         return labels
 
-    def _versym(self, count: int) -> list[int]:
+    def _versym(self, count: int) -> bytes:
+        """The .gnu.version entries of symbols 1 to count - 1 (2 bytes each, zeros past a short section),
+        or b"" without that section."""
         sec = self.section_by_type("SHT_GNU_versym")
         if sec is None:
-            return []
-        raw = self.section_bytes(sec)
-        n = min(count, len(raw) // 2)
-        vals = list(struct.unpack_from(f"{self.endian}{n}H", raw))
-        return vals + [0] * (count - n)
+            return b""
+        raw = self.section_bytes(sec)[2:2 * count]
+        return raw[:len(raw) // 2 * 2] + bytes(2 * (count - 1) - len(raw) // 2 * 2)
 
     # -- notes -------------------------------------------------------------------------------
     @cached_property
@@ -365,13 +363,15 @@ class ElfImage:
         return None
 
 
-def _cstr(table: bytes, offset: int, path: object = None) -> str:
-    if offset >= len(table):
+def _cstr(table: "bytes | mmap.mmap", offset: int, path: object = None, base: int = 0, size: int | None = None) -> str:
+    """The NUL-terminated string at `offset` of the string table of `size` bytes at `base` of `table`."""
+    size = len(table) - base if size is None else size
+    if offset >= size:
         if offset == 0:
             return ""
-        raise ElfError(path or "?", f"string offset {offset} outside its string table ({len(table)} bytes)")
-    end = table.find(b"\0", offset)
-    return table[offset:end if end >= 0 else len(table)].decode("utf-8", "replace")
+        raise ElfError(path or "?", f"string offset {offset} outside its string table ({size} bytes)")
+    end = table.find(b"\0", base + offset, base + size)
+    return table[base + offset:end if end >= 0 else base + size].decode("utf-8", "replace")
 
 
 def open_elf(path: "str | os.PathLike[str]") -> ElfImage:

@@ -7,6 +7,15 @@ import struct
 import sys
 from array import array
 
+# Native little-endian layouts: entry size, then each field's (memoryview format, offset in bytes).
+_LAYOUT = {64: (24, {"st_name": ("I", 0), "info": ("B", 4), "other": ("B", 5), "shndx": ("H", 6),
+                     "value": ("Q", 8), "size": ("Q", 16)}),
+           32: (16, {"st_name": ("I", 0), "value": ("I", 4), "size": ("I", 8), "info": ("B", 12),
+                     "other": ("B", 13), "shndx": ("H", 14)})}
+# RawSymbols' column names -> Elf_Sym field (infos/others are bytes, the rest lists of ints)
+_FIELD_OF = {"st_names": "st_name", "infos": "info", "others": "other", "shndx": "shndx", "values": "value",
+             "sizes": "size"}
+
 
 def names_at(strtab: str, offsets: list[int]) -> list[str]:
     """The NUL-terminated string at each offset of `strtab`, a string table decoded as latin-1 (offsets
@@ -22,33 +31,79 @@ def names_at(strtab: str, offsets: list[int]) -> list[str]:
     return names
 
 
-def symbol_columns(raw: bytes, bits: int, endian: str, versym: list[int]) -> tuple:
-    """(st_name, st_info, st_other, st_shndx, st_value, st_size, key) columns of a packed Elf_Sym array;
-    key = st_info | st_other << 8 | st_shndx << 16 | versym << 32 (see RawSymbols), assembled in the
-    native layout from the bytes themselves: strided copies into one u64 array, then one read."""
-    n = len(raw) // (24 if bits == 64 else 16)
-    if endian == "<" and sys.byteorder == "little":  # the u64 keys are assembled little-endian
-        mv = memoryview(raw).cast("B")
-        step, kind_at = (24, 4) if bits == 64 else (16, 12)
-        packed = bytearray(8 * n)
-        for byte in range(4):
-            packed[byte::8] = mv[kind_at + byte::step]
-        if versym:
-            entries = array("H", versym).tobytes()
-            packed[4::8], packed[5::8] = entries[0::2], entries[1::2]
-        keys = memoryview(packed).cast("Q").tolist()
-        if bits == 64:  # name:u32 info:u8 other:u8 shndx:u16 value:u64 size:u64 (24 bytes)
-            quads, words = mv.cast("Q"), mv.cast("I")
-            return (words[0::6].tolist(), mv[4::24].tobytes(), mv[5::24].tobytes(), mv.cast("H")[3::12].tolist(),
-                    quads[1::3].tolist(), quads[2::3].tolist(), keys)
-        words = mv.cast("I")  # name:u32 value:u32 size:u32 info:u8 other:u8 shndx:u16 (16 bytes)
-        return (words[0::4].tolist(), mv[12::16].tobytes(), mv[13::16].tobytes(), mv.cast("H")[7::8].tolist(),
-                words[1::4].tolist(), words[2::4].tolist(), keys)
+class SymbolColumns:
+    """The columns of a packed Elf_Sym array (a copy of .dynsym from symbol 1 on) and of its .gnu.version
+    entries (`versym`: 2 bytes per symbol, b"" without that section), each decoded when first asked for:
+    `elf symbols` needs names, kinds and values, never sizes, and every column of ints is 75k objects
+    (~2 ms each on libtorch_cpu.so). Files in the machine's own layout (little-endian here) are read
+    field by field through strided memoryviews; any other byte order is unpacked with struct at once."""
+
+    def __init__(self, entries: bytes, bits: int, endian: str, versym: bytes) -> None:
+        self.bits = bits
+        self._entry_size, self._fields = _LAYOUT[bits]
+        self.count = len(entries) // self._entry_size
+        self._entries, self._versym = entries, versym
+        self._decoded: dict[str, object] = {}
+        if not (endian == "<" and sys.byteorder == "little"):
+            self._decoded = _unpacked(entries[:self.count * self._entry_size], bits, endian, versym)
+
+    def column(self, name: str):
+        """One of st_names, infos, others (bytes), shndx, values, sizes, versym (empty without .gnu.version)
+        or keys: st_info | st_other << 8 | st_shndx << 16 | versym << 32 (see RawSymbols)."""
+        if name not in self._decoded:
+            self._decoded[name] = self._decode(name)
+        return self._decoded[name]
+
+    def value_array(self) -> array:
+        """st_value of every symbol as an array of the file's word size (no int objects made)."""
+        typecode = _unsigned(8 if self.bits == 64 else 4)
+        values = array(typecode)
+        if "values" in self._decoded:
+            values.extend(self._decoded["values"])
+        else:
+            values.frombytes(self._view("value").tobytes())
+        return values
+
+    def _view(self, field: str) -> memoryview:
+        fmt, offset = self._fields[field]
+        size = struct.calcsize(fmt)
+        whole = memoryview(self._entries)[:self.count * self._entry_size]
+        return whole.cast(_unsigned(size) if size > 1 else "B")[offset // size::self._entry_size // size]
+
+    def _decode(self, name: str):
+        if name == "versym":
+            return memoryview(self._versym).cast("H").tolist() if self._versym else []
+        if name == "keys":
+            # info, other and shndx are 4 adjacent bytes in both layouts: one u32 each, versym above it
+            packed = bytearray(8 * self.count)
+            memoryview(packed).cast("I")[0::2] = _kind_words(self._entries, self._fields["info"][1],
+                                                             self._entry_size, self.count)
+            if self._versym:
+                memoryview(packed).cast("H")[2::4] = memoryview(self._versym).cast("H")
+            return memoryview(packed).cast("Q").tolist()
+        view = self._view(_FIELD_OF[name])
+        return view.tobytes() if view.format == "B" else view.tolist()
+
+
+def _kind_words(entries: bytes, offset: int, entry_size: int, count: int) -> memoryview:
+    """The u32 at `offset` of each entry (st_info, st_other, st_shndx), as a strided view."""
+    return memoryview(entries)[:count * entry_size].cast("I")[offset // 4::entry_size // 4]
+
+
+def _unsigned(size: int) -> str:
+    """The array/memoryview typecode of an unsigned int of `size` bytes on this platform."""
+    return next(code for code in "BHILQ" if array(code).itemsize == size)
+
+
+def _unpacked(raw: bytes, bits: int, endian: str, versym: bytes) -> dict[str, object]:
+    """Every column at once, with struct: the path for files in the other byte order."""
     fmt = endian + ("IBBHQQ" if bits == 64 else "IIIBBH")
-    cols = list(zip(*struct.iter_unpack(fmt, raw))) or [()] * 6
+    cols = [list(c) for c in zip(*struct.iter_unpack(fmt, raw))] or [[] for _ in range(6)]
     if bits == 64:
         st_names, infos, others, ndxs, values, sizes = cols
     else:
         st_names, values, sizes, infos, others, ndxs = cols
-    keys = [i | o << 8 | x << 16 | v << 32 for i, o, x, v in zip(infos, others, ndxs, versym or itertools.repeat(0))]
-    return st_names, infos, others, ndxs, values, sizes, keys
+    versyms = list(struct.unpack(f"{endian}{len(versym) // 2}H", versym)) if versym else []
+    keys = [i | o << 8 | x << 16 | v << 32 for i, o, x, v in zip(infos, others, ndxs, versyms or itertools.repeat(0))]
+    return {"st_names": st_names, "infos": bytes(infos), "others": bytes(others), "shndx": ndxs, "values": values,
+            "sizes": sizes, "versym": versyms, "keys": keys}

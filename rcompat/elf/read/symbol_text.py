@@ -12,7 +12,6 @@ of their pieces. JSON strings are escaped only when a name needs it.
 from __future__ import annotations
 
 import sys
-from array import array
 from collections.abc import Iterator
 from functools import partial
 from itertools import chain, compress, repeat
@@ -48,29 +47,47 @@ def nm_chunks(syms, shown: list[str] | None = None) -> Iterator[str]:
 
 def _sorted_lines(syms, shown: list[str] | None = None) -> list[str]:
     """The lines of nm_text(), each ending in a newline, and "" in place of the rows left out."""
-    if syms.defined is False:  # undefined symbols, usually a small part of the table: pick them first
-        raw, unlisted = syms.raw, []
-    else:  # most of the table: make every line, and empty ones for the rows left out
-        raw, unlisted = syms.table, syms.unlisted()
-        if shown is not None and syms.rows is not None:  # `shown` holds the listed rows: spread them out
-            spread = list(raw.names)
-            any(map(spread.__setitem__, syms.rows, shown))
-            shown = spread
+    raw = syms.raw if syms.defined is False else syms.table  # undefined ones: usually few, pick them first
     if not raw.names:
         return []
+    keys = raw.keys
+    unlisted = [] if syms.defined is False else syms.unlisted()
+    if shown is not None and raw is syms.table and syms.rows is not None:  # `shown` holds the listed rows
+        spread = list(raw.names)
+        any(map(spread.__setitem__, syms.rows, shown))
+        shown = spread
+    names = raw.names if shown is None else shown
     blank_undefined = syms.defined is not True  # --defined leaves every undefined row out anyway
     # Lines are made in .dynsym order, where the columns lie in memory in the order they are read, and
     # sorted themselves (30% less than sorting indexes and gathering every column by them). sorted()
     # computes each item's key once, in list order, so the key function hands out the names in that order.
-    keys = raw.keys
-    middle = {k: f" {syms.letter_of(k & 0xFF, k >> 16 & 0xFFFF)} " for k in set(keys)}
-    width = 16 if syms.bits == 64 else 8
-    addresses = _addresses(raw.values, raw.shndx, width, blank_undefined)
-    lines = list(map("".join, zip(addresses, map(middle.__getitem__, keys), raw.names if shown is None else shown,
-                                  _suffixes(syms, keys, raw.names, "\n"))))
+    # A row's letter and suffix depend on its kind only (a few dozen per file): each kind's text is
+    # made at its first row (_ByKind), without a pass to collect the kinds first (set(keys): ~1.5 ms).
+    middle = _ByKind(lambda k: f" {syms.letter_of(k & 0xFF, k >> 16 & 0xFFFF)} ")
+    if any(version for version, _file in syms.version_labels.values()):
+        suffix, own_node = _suffix_table(syms, set(keys), "\n")
+        suffixes = map(suffix.__getitem__, keys)
+    else:  # no versions: every row's suffix is the newline
+        suffixes, own_node = repeat("\n"), {}
+    addresses = _addresses(raw, 16 if syms.bits == 64 else 8, blank_undefined)
+    lines = list(map("".join, zip(addresses, map(middle.__getitem__, keys), names, suffixes)))
+    for i in _own_node_rows(raw.names, keys, own_node):
+        lines[i] = "".join((addresses[i], middle[keys[i]], names[i], "\n"))
     for i in unlisted:
         lines[i] = ""
     return sorted(lines, key=partial(next, iter(raw.names)))
+
+
+class _ByKind(dict):
+    """{kind key: its text}, each text made by `make` when its key is first looked up."""
+
+    def __init__(self, make) -> None:
+        super().__init__()
+        self._make = make
+
+    def __missing__(self, key: int) -> str:
+        text = self[key] = self._make(key)
+        return text
 
 
 def json_chunks(syms, demangled: list[str] | None = None) -> Iterator[str]:
@@ -120,36 +137,47 @@ def _plain(text: str) -> bool:
 
 
 def _suffixes(syms, keys: list[int], names: list[str], after: str, escape=None) -> list[str]:
-    """`@@VER`, `@VER` or "" of each row, then `after` (`escape`: how a suffix is quoted, e.g. json.dumps).
-    A version node's own symbol (a defined symbol named like its own version) gets no suffix."""
+    """`@@VER`, `@VER` or "" of each row, then `after` (`escape`: how a suffix is quoted, e.g. json.dumps)."""
+    suffix, own_node = _suffix_table(syms, set(keys), after, escape)
+    out = list(map(suffix.__getitem__, keys))
+    for i in _own_node_rows(names, keys, own_node):
+        out[i] = after
+    return out
 
-    suffix, node_of = {}, {}
-    for key in set(keys):
+
+def _suffix_table(syms, kinds: set[int], after: str, escape=None) -> tuple[dict[int, str], dict[int, str]]:
+    """({key: its suffix, then `after`}, {key: version} for the keys of defined symbols of a version this
+    file defines: the row of such a key named like that version is the version node's own symbol, which
+    gets no suffix)."""
+    suffix, own_node = {}, {}
+    for key in kinds:
         ndx, vs = key >> 16 & 0xFFFF, key >> 32
         version, file = syms.version_labels.get(vs & 0x7FFF, ("", ""))
         text = decorate("", version, bool(vs & 0x8000), bool(ndx), file)
         suffix[key] = (escape(text)[1:-1] if escape else text) + after
         if version and ndx and not file:
-            node_of[key] = version
-    out = list(map(suffix.__getitem__, keys))
-    if node_of:  # names never hold a NUL, so the default matches no name
-        for i in compress(range(len(out)), map(eq, names, map(node_of.get, keys, repeat("\0")))):
-            out[i] = after
-    return out
+            own_node[key] = version
+    return suffix, own_node
 
 
-def _addresses(values, shndx, width: int, blank_undefined: bool = True) -> list[str]:
-    """Each value as `width` hex digits (blank for undefined symbols, as nm prints them, unless the
-    caller leaves those rows out anyway)."""
-    n = len(values)
+def _own_node_rows(names: list[str], keys: list[int], own_node: dict[int, str]) -> Iterator[int]:
+    """The rows that are a version node's own symbol (see _suffix_table); none without versions."""
+    if not own_node:  # names never hold a NUL, so the default matches no name
+        return iter(())
+    return compress(range(len(keys)), map(eq, names, map(own_node.get, keys, repeat("\0"))))
+
+
+def _addresses(raw, width: int, blank_undefined: bool = True) -> list[str]:
+    """Each value of `raw` (RawSymbols) as `width` hex digits (blank for undefined symbols, as nm prints
+    them, unless the caller leaves those rows out anyway)."""
+    shndx = raw.shndx
+    n = len(shndx)
     blank = " " * width
     if not any(shndx):
         return [blank] * n
     # One array, byte-swapped to big-endian in place, one hex() with a separator every 8 (4) bytes:
     # 4 ms on libtorch_cpu.so's 75k values, where struct.pack(*values) and the same hex() took 10.
-    packed = array("Q" if width == 16 else "I", values)
-    if packed.itemsize != width // 2:  # "I" is 4 bytes on every platform CPython runs on; L/Q 8
-        packed = array("L" if width == 16 else "H", values)
+    packed = raw.value_array("Q" if width == 16 else "I")
     if sys.byteorder == "little":
         packed.byteswap()
     hexes = packed.tobytes().hex(" ", width // 2).split(" ")
