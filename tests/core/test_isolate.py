@@ -79,11 +79,14 @@ def test_another_interpreter_gets_rcompat_but_not_this_environment_s_packages(tm
     from rcompat.isolate import run_python_child
 
     here = str(Path(__import__("rcompat").__file__).resolve().parents[1])
+    # The interpreter this venv was made from: it has none of the venv's .pth files (an editable install
+    # in `compat` mode puts the checkout on the venv's own path, as site-packages is for a normal one)
+    other = getattr(sys, "_base_executable", sys.executable)
     monkeypatch.chdir(tmp_path)  # `python -m` puts the working directory first on sys.path
-    listing = run_python_child("site", timeout=60, python=sys.executable)
+    listing = run_python_child("site", timeout=60, python=other)
     assert listing.returncode == 0, listing.stderr
     assert f"'{here}'," not in listing.stdout
-    version = run_python_child("rcompat.cli.main", ["--version"], timeout=60, python=sys.executable)
+    version = run_python_child("rcompat.cli.main", ["--version"], timeout=60, python=other)
     assert version.returncode == 0 and version.stdout.startswith("rcompat "), version.stderr
     same = run_python_child("site", timeout=60)  # this interpreter: the package's directory comes first
     assert f"'{here}'," in same.stdout

@@ -48,8 +48,11 @@ class ElfImage:
             raise NotElfError(self.path, f"not an ELF file ({self.size} bytes, too short for an ELF header)")
         if extent is not None:
             self._mapping, self.data = map_extent(extent)
+            # string tables are searched in the mapping (a memoryview has no find()), at the view's start
+            self._searchable = (self._mapping, extent.offset % mmap.ALLOCATIONGRANULARITY)
         else:
             self.data = mmap.mmap(self._fh.fileno(), 0, access=mmap.ACCESS_READ)
+            self._searchable = (self.data, 0)
         if self.data[:4] != ELF_MAGIC:
             head = bytes(self.data[:4])
             self.close()
@@ -180,7 +183,8 @@ class ElfImage:
         copied for a few version names (~5 ms of `elf symbols`' CPU, its pages faulted in)."""
         table = self._linked(sec)
         size = table.size if table.occupies_file else 0
-        return partial(_cstr, self.data, path=self.path, base=table.offset, size=size)
+        searchable, start = self._searchable
+        return partial(_cstr, searchable, path=self.path, base=start + table.offset, size=size)
 
     # -- dynamic section ---------------------------------------------------------------------
     @cached_property
