@@ -61,6 +61,20 @@ def test_a_missed_goal_or_failed_benchmark_is_written_and_exits_1(perf_table, tm
     assert "`bench_z` failed" in text and "`bench_a`: symbols at 3.00× (goal ≤ 2×)" in text
 
 
+def test_a_benchmark_that_exits_1_for_its_missed_goal_is_not_also_called_failed(perf_table, tmp_path):
+    """A benchmark exits 1 when a row misses its goal; rows may name it without `bench_` and with `-`."""
+    results = record_lines(tmp_path, [("bench_a", "symbols", 0.3, "nm -D", 0.1, 2),
+                                      ("image-read", "scan", 3.0, "directories", 1.0, 1.5)])
+    with open(results, "a") as fh:
+        fh.write(json.dumps({"failed": ["bench_a", "bench_image_read", "bench_z"]}) + "\n")
+    doc = tmp_path / "perf.md"
+    assert perf_table.main(["--from", str(results), "--output", str(doc)]) == 1
+    text = doc.read_text()
+    assert "`bench_z` failed" in text
+    assert "`bench_a` failed" not in text and "`bench_image_read` failed" not in text
+    assert "`image-read`: scan at 3.00× (goal ≤ 1.5×)" in text
+
+
 @pytest.mark.parametrize("content, words", [
     ("{not json\n", "not JSON"),
     ('{"benchmark": "b", "what": "w"}\n', "lacks rcompat_s"),
