@@ -112,3 +112,40 @@ def test_a_digest_mismatch_checked_beside_the_scan_still_ends_the_run(images, li
     with pytest.raises(ImageError, match=r"layer 2/2 .*does not match its digest"):
         upgrade(str(old), str(layout), driver="580.65.06")
     assert not list(scratch.iterdir())  # the temporary root is gone
+
+
+def test_the_finishing_thread_hashes_what_the_pool_has_not_started_and_the_first_layer_s_error_wins(monkeypatch):
+    """Verifier.finish runs the checks still queued in its own thread (from the last layer back) while the
+    pool works on; the error raised is still the first failing layer's, in layer order."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    from rcompat.upgrade_scan.image import source
+
+    pool = ThreadPoolExecutor(1)
+    monkeypatch.setattr(source, "_pool", pool)
+    release, ran = threading.Event(), {}
+
+    def check(number, fails=False, hold=False, then_release=False):
+        def run(stop):
+            ran[number] = threading.current_thread().name
+            if hold:
+                release.wait(60)
+            if then_release:
+                release.set()
+            if fails:
+                raise ImageError(f"layer {number}: sha256 mismatch")
+        return run
+
+    verifier = source.Verifier()
+    verifier.submit(check(1, hold=True), "layer 1")  # occupies the pool's only thread
+    verifier.submit(check(2, fails=True, then_release=True), "layer 2")  # layer 1 ends once 3 and 2 ran
+    verifier.submit(check(3, fails=True), "layer 3")
+    try:
+        with pytest.raises(ImageError, match=r"^layer 2: layer 2: sha256 mismatch"):
+            verifier.finish()
+    finally:
+        release.set()
+        pool.shutdown()
+    main = threading.current_thread().name
+    assert ran[2] == ran[3] == main and ran[1] != main

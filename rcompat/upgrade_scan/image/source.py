@@ -217,17 +217,31 @@ class Verifier:
 
     def __init__(self) -> None:
         self.stop = threading.Event()
-        self._pending: list = []  # (where, future), in layer order
+        self._pending: list = []  # (where, check, future), in layer order
 
     def submit(self, check, where: str) -> None:
-        self._pending.append((where, _digest_pool().submit(check, self.stop)))
+        self._pending.append((where, check, _digest_pool().submit(check, self.stop)))
 
     def finish(self, progress=None, label: str = "") -> None:
-        if progress is not None and not all(future.done() for _where, future in self._pending):
+        if progress is not None and not all(future.done() for _where, _check, future in self._pending):
             progress.note(f"{label}: checking the layers' digests")
-        for where, future in self._pending:
+        # The scan is done, so this thread would only wait: it hashes the layers the pool has not started,
+        # from the last back while the pool goes on from the first (on 2 quiet cores the pool's one thread
+        # otherwise hashed alone for ~0.75 s at the end, a core idle: bench_image_read's archives 1.5x).
+        failed: dict[int, ImageError] = {}
+        for index in range(len(self._pending) - 1, -1, -1):
+            _where, check, future = self._pending[index]
+            if future.cancel():  # not started, and now never will be by the pool
+                try:
+                    check(self.stop)
+                except ImageError as exc:
+                    failed[index] = exc
+        for index, (where, _check, future) in enumerate(self._pending):  # the first layer's error, as before
             try:
-                future.result()
+                if index in failed:
+                    raise failed[index]
+                if not future.cancelled():
+                    future.result()
             except ImageError as exc:
                 raise ImageError(f"{where}: {exc}") from None
         self._pending.clear()
@@ -236,9 +250,9 @@ class Verifier:
         from concurrent.futures import wait
 
         self.stop.set()
-        for _where, future in self._pending:
+        for _where, _check, future in self._pending:
             future.cancel()  # not started yet: never will
-        wait([future for _where, future in self._pending])
+        wait([future for _where, _check, future in self._pending])
         self._pending.clear()
 
 
