@@ -10,7 +10,6 @@ import json
 import os
 import platform
 import random
-import subprocess
 import tarfile
 from pathlib import Path
 
@@ -20,7 +19,6 @@ from rcompat.errors import ImageError, UsageError
 from rcompat.progress import Progress
 from rcompat.upgrade_scan.image.source import HOST_ENV, is_image, open_source
 
-REPO = Path(__file__).resolve().parents[2]
 ENV = {"PATH": "/opt/conda/bin:/usr/bin", "LD_LIBRARY_PATH": "/usr/local/cuda/lib64", "CUDA_HOME": "/usr/local/cuda"}
 METADATA = {  # path in the image -> content: files the scan reads although they are not ELF
     "etc/os-release": b'ID=debian\nVERSION_ID="12"\n',
@@ -31,27 +29,6 @@ METADATA = {  # path in the image -> content: files the scan reads although they
     "usr/local/cuda-12.4/version.json": b'{"cuda": {"version": "12.4.1"}}',
     "usr/include/cudnn_version.h": b"#define CUDNN_MAJOR 9\n",
 }
-
-
-@pytest.fixture(scope="session")
-def images(load_helper):
-    return load_helper("upgrade_images", Path(__file__).with_name("_images.py"))
-
-
-@pytest.fixture(scope="session")
-def objs(gcc, tmp_path_factory) -> dict[str, Path]:
-    """libleaf.so, libmid.so (needs libleaf) and leaf.o (ELF, but relocatable) from fixtures/elf."""
-    out = tmp_path_factory.mktemp("upgrade-objs")
-    src = REPO / "fixtures/elf"
-
-    def cc(*args: str) -> None:
-        subprocess.run([gcc, *args], check=True, capture_output=True, text=True)
-
-    cc("-shared", "-fPIC", "-O1", "-o", str(out / "libleaf.so"), str(src / "leaf.c"), "-Wl,-soname,libleaf.so.1")
-    cc("-shared", "-fPIC", "-O1", "-o", str(out / "libmid.so"), str(src / "mid.c"), f"-L{out}", "-lleaf",
-       "-Wl,-soname,libmid.so")
-    cc("-c", "-fPIC", "-o", str(out / "leaf.o"), str(src / "leaf.c"))
-    return {"leaf": out / "libleaf.so", "mid": out / "libmid.so", "obj": out / "leaf.o"}
 
 
 def base_layer(images, objs) -> list:

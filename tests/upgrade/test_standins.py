@@ -5,7 +5,6 @@ digest is checked beside the scan and a mismatch still ends the run with nothing
 from __future__ import annotations
 
 import os
-import subprocess
 import tempfile
 from pathlib import Path
 
@@ -19,37 +18,20 @@ from rcompat.upgrade_scan.image.source import open_source
 from rcompat.upgrade_scan.inventory import inventory
 from rcompat.upgrade_scan.scan import upgrade
 
-REPO = Path(__file__).resolve().parents[2]
 
-
-@pytest.fixture(scope="session")
-def images(load_helper):
-    return load_helper("upgrade_images", Path(__file__).with_name("_images.py"))
-
-
-@pytest.fixture(scope="session")
-def libs(gcc, tmp_path_factory) -> dict[str, Path]:
-    out = tmp_path_factory.mktemp("standin-libs")
-    src = REPO / "fixtures/elf"
-    for args in (["-o", str(out / "libleaf.so"), str(src / "leaf.c"), "-Wl,-soname,libleaf.so.1"],
-                 ["-o", str(out / "libmid.so"), str(src / "mid.c"), f"-L{out}", "-lleaf", "-Wl,-soname,libmid.so"]):
-        subprocess.run([gcc, "-shared", "-fPIC", "-O1", *args], check=True, capture_output=True)
-    return {"leaf": out / "libleaf.so", "mid": out / "libmid.so"}
-
-
-def _layers(images, libs, tmp: Path) -> list[Path]:
+def _layers(images, objs, tmp: Path) -> list[Path]:
     i = images
-    lower = [i.directory("usr/"), i.directory("usr/lib/"), i.file("usr/lib/libleaf.so.1", libs["leaf"], 0o755),
-             i.hardlink("usr/lib/libleaf-copy.so", "usr/lib/libleaf.so.1"), i.file("usr/lib/libgone.so", libs["leaf"]),
+    lower = [i.directory("usr/"), i.directory("usr/lib/"), i.file("usr/lib/libleaf.so.1", objs["leaf"], 0o755),
+             i.hardlink("usr/lib/libleaf-copy.so", "usr/lib/libleaf.so.1"), i.file("usr/lib/libgone.so", objs["leaf"]),
              i.file("etc/os-release", b"ID=debian\n")]
-    upper = [i.whiteout("usr/lib/libgone.so"), i.file("opt/app/libmid.so", libs["mid"])]
+    upper = [i.whiteout("usr/lib/libgone.so"), i.file("opt/app/libmid.so", objs["mid"])]
     return [i.write_layer(tmp / "lower.tar", lower), i.write_layer(tmp / "upper.tar", upper)]
 
 
-def test_stand_ins_read_as_the_members_and_merge_like_copies(images, libs, tmp_path):
-    spec = images.docker_save(tmp_path / "img.tar", [(_layers(images, libs, tmp_path), {}, ["demo:1"])])
-    objects = {"usr/lib/libleaf.so.1": libs["leaf"], "usr/lib/libleaf-copy.so": libs["leaf"],
-               "opt/app/libmid.so": libs["mid"]}
+def test_stand_ins_read_as_the_members_and_merge_like_copies(images, objs, tmp_path):
+    spec = images.docker_save(tmp_path / "img.tar", [(_layers(images, objs, tmp_path), {}, ["demo:1"])])
+    objects = {"usr/lib/libleaf.so.1": objs["leaf"], "usr/lib/libleaf-copy.so": objs["leaf"],
+               "opt/app/libmid.so": objs["mid"]}
     with open_source(str(spec)) as copied, open_source(str(spec), stand_ins=True) as src:
         root = Path(src.root)
         for path, lib in objects.items():
@@ -95,19 +77,19 @@ def test_a_file_that_lost_its_token_is_read_as_itself(tmp_path):
         assert fh.read(4) != b"\x7fELF"
 
 
-def test_a_digest_mismatch_checked_beside_the_scan_still_ends_the_run(images, libs, tmp_path, monkeypatch):
-    layers = _layers(images, libs, tmp_path)
+def test_a_digest_mismatch_checked_beside_the_scan_still_ends_the_run(images, objs, tmp_path, monkeypatch):
+    layers = _layers(images, objs, tmp_path)
     layout = images.oci_layout(tmp_path / "oci", layers, {}, "t")
     blob = next(p for p in (layout / "blobs/sha256").iterdir() if p.read_bytes() == layers[1].read_bytes())
     data = bytearray(blob.read_bytes())
-    offset = data.index(libs["mid"].read_bytes()[:64]) + 40  # a byte inside the ELF object: the tar still reads
+    offset = data.index(objs["mid"].read_bytes()[:64]) + 40  # a byte inside the ELF object: the tar still reads
     data[offset] ^= 0xFF
     blob.write_bytes(bytes(data))
     scratch = tmp_path / "scratch"
     scratch.mkdir()
     old = tmp_path / "old"
     (old / "usr/lib").mkdir(parents=True)
-    (old / "usr/lib/libleaf.so.1").write_bytes(libs["leaf"].read_bytes())
+    (old / "usr/lib/libleaf.so.1").write_bytes(objs["leaf"].read_bytes())
     monkeypatch.setattr(tempfile, "tempdir", str(scratch))  # where the temporary root goes
     with pytest.raises(ImageError, match=r"layer 2/2 .*does not match its digest"):
         upgrade(str(old), str(layout), driver="580.65.06")
