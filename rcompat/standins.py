@@ -87,15 +87,14 @@ class ExtentReader(io.BufferedReader):
         self.extent, self.stand_in = extent, name
 
 
-def map_extent(extent: Extent) -> "tuple[mmap.mmap, memoryview]":
-    """The extent's bytes mapped read-only: (the mapping, to close; a view of exactly the extent)."""
+def map_extent(extent: Extent) -> "tuple[mmap.mmap, int]":
+    """The extent's bytes mapped read-only: (the mapping, to close; where the extent starts in it, since
+    a mapping starts on a granularity boundary). The extent is mapping[start:start + extent.size]."""
     import mmap
 
-    start = extent.offset - extent.offset % mmap.ALLOCATIONGRANULARITY
-    mapping = mmap.mmap(extent.fd, extent.offset - start + extent.size, access=mmap.ACCESS_READ, offset=start)
-    with memoryview(mapping) as whole:
-        view = whole[extent.offset - start:extent.offset - start + extent.size]
-    return mapping, view
+    start = extent.offset % mmap.ALLOCATIONGRANULARITY
+    mapping = mmap.mmap(extent.fd, start + extent.size, access=mmap.ACCESS_READ, offset=extent.offset - start)
+    return mapping, start
 
 
 class StandIns:

@@ -47,9 +47,10 @@ class ElfImage:
             self._fh.close()
             raise NotElfError(self.path, f"not an ELF file ({self.size} bytes, too short for an ELF header)")
         if extent is not None:
-            self._mapping, self.data = map_extent(extent)
-            # string tables are searched in the mapping (a memoryview has no find()), at the view's start
-            self._searchable = (self._mapping, extent.offset % mmap.ALLOCATIONGRANULARITY)
+            self._mapping, start = map_extent(extent)
+            with memoryview(self._mapping) as whole:
+                self.data = whole[start:start + self.size]
+            self._searchable = (self._mapping, start)  # string tables are searched there: a view has no find()
         else:
             self.data = mmap.mmap(self._fh.fileno(), 0, access=mmap.ACCESS_READ)
             self._searchable = (self.data, 0)
