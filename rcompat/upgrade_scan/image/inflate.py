@@ -14,13 +14,12 @@ All of these release the GIL while inflating and hashing, so layers inflate in p
 from __future__ import annotations
 
 import io
-import mmap
 import os
 import threading
 
 from rcompat.errors import ImageError
 from rcompat.mapguard import guard
-from rcompat.standins import Extent, ExtentRaw
+from rcompat.standins import Extent, ExtentRaw, map_extent
 from rcompat.upgrade_scan.image.manifest import Blob, check_digest, new_hasher
 
 MAGIC = ((b"\x1f\x8b", "gzip"), (b"\x28\xb5\x2f\xfd", "zstd"), (b"\xfd7zXZ\x00", "xz"), (b"BZh", "bzip2"))
@@ -77,10 +76,9 @@ class Window(ExtentRaw):
             if stop is not None and stop.is_set():
                 raise ImageError("stopped")
             start = self._blob.offset + self._hashed
-            base = start - start % mmap.ALLOCATIONGRANULARITY
             length = min(end - self._hashed, _HASH_WINDOW)
             try:
-                mapping = mmap.mmap(fd, start - base + length, access=mmap.ACCESS_READ, offset=base)
+                mapping, at = map_extent(Extent(fd, start, length))
             except ValueError:  # the file is shorter than the blob
                 raise ImageError("ends early: truncated layer") from None
             except OSError:  # a file system that cannot map it: read it instead
@@ -90,7 +88,7 @@ class Window(ExtentRaw):
                 self._hasher.update(data)
             else:
                 try:
-                    with memoryview(mapping) as whole, whole[start - base:] as window:
+                    with memoryview(mapping) as whole, whole[at:] as window:
                         self._hasher.update(window)
                 finally:
                     mapping.close()
