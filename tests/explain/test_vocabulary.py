@@ -112,6 +112,24 @@ def test_an_environment_code_from_a_third_party_kernel_fails_with_its_meaning():
     assert "cupy/cupy cupy_backends/cuda/libs/cublas.pyx" in finding.source
 
 
+@pytest.mark.parametrize("code, number, status", [
+    ("CUDNN_STATUS_NOT_SUPPORTED_SHAPE", "3002", Status.WARN),               # the program's shapes: code
+    ("CUDNN_STATUS_NOT_SUPPORTED_INCOMPATIBLE_CUDART", "3006", Status.FAIL),  # two CUDA majors mixed
+    ("CUDNN_STATUS_BAD_PARAM_MISALIGNED_POINTER", "2003", Status.WARN),
+])
+def test_cudnn_9_renumbered_codes_are_read_with_their_cudnn_9_numbers(code, number, status):
+    """cuDNN 9 renumbered cudnnStatus_t (1001, 2000, 3000, ...) and split the old codes into specific ones;
+    a cuDNN 9 code is explained with the number cudnn_graph.h gives it, kind deciding WARN or FAIL."""
+    finding = explain(f"RuntimeError: cuDNN error: {code}", SYMPTOMS).findings[0]
+    assert finding.id == "EXPLAIN-CUDA-ERROR-CODE" and finding.status is status
+    assert f"{code} ({number}," in finding.message and "cudnn_graph.h" in finding.source
+
+
+def test_a_cudnn_8_code_says_what_cudnn_9_numbers_it():
+    row = vocabulary.error_code(name="CUDNN_STATUS_NOT_INITIALIZED")
+    assert row["number"] == "1" and "cuDNN 9 1001" in row["meaning"]
+
+
 def test_an_unknown_code_name_places_nothing():
     assert [f.id for f in explain("cudaErrorSomethingNew happened", SYMPTOMS).findings] == ["EXPLAIN-NO-MATCH"]
 
