@@ -188,6 +188,30 @@ def check_libs(ctx) -> Iterable[Finding]:
                         "remove stale copies from LD_LIBRARY_PATH.", evidence=clash)
 
 
+def check_cudnn_split(ctx) -> Iterable[Finding]:
+    from rcompat.cuda.libs import cudnn_split
+
+    scan = cuda_facts(ctx).libraries
+    if not any(lib.family == "libcudnn" for lib in scan.libraries):
+        return
+    splits = cudnn_split(scan)
+    if not splits:
+        yield _f("CUDA-CUDNN-SPLIT", Status.OK, "each cuDNN 9 finds its sub-libraries beside itself")
+    for split in splits:
+        taken = "; ".join(f"{s['soname']} from {s['path']} ({s['version'] or '?'}, {s['origin']})"
+                          for s in split["taken_from_elsewhere"])
+        yield _f("CUDA-CUDNN-SPLIT", Status.WARN,
+                 f"cuDNN {split['version'] or '9'} in {split['directory']} would load sub-libraries of another install",
+                 message=(f"Missing beside libcudnn.so.9 ({split['origin']}), found elsewhere: {taken}. cuDNN 9 loads "
+                          "these by name at the first operation that needs them; a copy from another build fails "
+                          "with CUDNN_STATUS_SUBLIBRARY_VERSION_MISMATCH (or _LOADING_FAILED)."),
+                 remedy=("Install a cuDNN that ships every sub-library in one directory (for torch: a newer "
+                         "nvidia-cudnn-cu13/-cu12 wheel), or remove the other cuDNN's directory from "
+                         "LD_LIBRARY_PATH or its package, so the two cannot mix."),
+                 evidence=split, source="pytorch/pytorch issues 185512, 187824, 188892; symptoms.toml "
+                                        "cudnn-sublibrary-mismatch")
+
+
 def check_rtorch(ctx) -> Iterable[Finding]:
     view = cuda_facts(ctx).rtorch
     if view.get("status") != "installed":
@@ -220,8 +244,8 @@ def check_device(ctx) -> Iterable[Finding]:
              remedy=choice.remedy, evidence=choice.facts)
 
 
-CHECKS = [check_driver, check_gpus, check_torch, check_torch_arch, check_libs, check_rtorch, check_matrix,
-          check_device]
+CHECKS = [check_driver, check_gpus, check_torch, check_torch_arch, check_libs, check_cudnn_split, check_rtorch,
+          check_matrix, check_device]
 for _fn, _id in zip(CHECKS, ("CUDA-DRIVER", "CUDA-GPU", "CUDA-TORCH", "CUDA-TORCH-ARCH", "CUDA-LIBS",
-                             "CUDA-RTORCH", "CUDA-MATRIX", "CUDA-DEVICE")):
+                             "CUDA-CUDNN-SPLIT", "CUDA-RTORCH", "CUDA-MATRIX", "CUDA-DEVICE")):
     _fn.check_id = _id

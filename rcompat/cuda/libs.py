@@ -124,6 +124,8 @@ def scan(locations: list[dict[str, str]] | None = None, **kwargs: Any) -> Librar
             if match is None:
                 continue
             family, m, json_key = match
+            if family.endswith("*"):  # one row for a set of libraries (cuDNN 9's engines): each is its own
+                family = name.split(".so", 1)[0]
             path = os.path.join(place["dir"], name)
             try:
                 st = os.stat(path)
@@ -235,6 +237,42 @@ def _version_json(lib: CudaLibrary, key: str) -> str | None:
             entry = data.get(key)
             return entry.get("version") if isinstance(entry, dict) else None
     return None
+
+
+def cudnn_split(scan_result: LibraryScan) -> list[dict[str, Any]]:
+    """cuDNN 9 sets whose sub-libraries a loader would take from two places.
+
+    libcudnn.so.9 loads its sub-libraries by name the first time an operation needs them, looking
+    first beside itself (NVIDIA's wheels give it RPATH $ORIGIN) and then along the usual search path.
+    A sub-library missing beside it but present in another directory scanned is taken from there: a
+    copy of another cuDNN build, CUDNN_STATUS_SUBLIBRARY_VERSION_MISMATCH at the first convolution
+    (pytorch/pytorch issue 187824: the nvidia-cudnn-cu13 9.20.0.48 wheel lacks
+    libcudnn_engines_tensor_ir.so.9). Only sub-libraries some other cuDNN 9 directory has are named:
+    which ones a given cuDNN asks for is in its binaries, not in a table."""
+    subs: dict[str, dict[str, CudaLibrary]] = {}  # directory -> soname -> library
+    mains: list[tuple[str, CudaLibrary]] = []
+    for lib in scan_result.libraries:
+        if not (lib.family.startswith("libcudnn") and (lib.soname or "").endswith(".so.9")):
+            continue
+        for path in lib.names:
+            if lib.family == "libcudnn":
+                mains.append((os.path.dirname(os.path.abspath(path)), lib))
+            else:
+                subs.setdefault(os.path.dirname(os.path.abspath(path)), {})[lib.soname] = lib
+    out = []
+    for where, main in mains:
+        beside = subs.get(where, {})
+        elsewhere: dict[str, CudaLibrary] = {}
+        for other, libs in subs.items():  # in search order: the first copy is the one loaded
+            for soname, lib in libs.items():
+                if other != where and soname not in beside:
+                    elsewhere.setdefault(soname, lib)
+        if elsewhere:
+            out.append({"directory": where, "version": main.version, "origin": main.origin,
+                        "beside": sorted(beside),
+                        "taken_from_elsewhere": [{"soname": s, "path": lib.path, "version": lib.version,
+                                                  "origin": lib.origin} for s, lib in sorted(elsewhere.items())]})
+    return out
 
 
 def clashes(scan_result: LibraryScan) -> list[dict[str, Any]]:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from rcompat.cuda.libs import clashes, elf_identity, scan, search_locations
+from rcompat.cuda.libs import clashes, cudnn_split, elf_identity, scan, search_locations
 
 TOOLKIT = Path("/usr/local/cuda-13.0")
 needs_toolkit = pytest.mark.skipif(not (TOOLKIT / "lib64" / "libcudart.so.13").exists(),
@@ -125,3 +125,56 @@ def test_dangling_symlink_and_missing_dir_are_ignored(tmp_path):
     os.symlink("nowhere.so.1", tmp_path / "libcudnn.so.9")
     result = scan([{"origin": "given", "dir": str(tmp_path)}, {"origin": "given", "dir": str(tmp_path / "no")}])
     assert result.libraries == []
+
+
+CUDNN9 = ["libcudnn.so.9", "libcudnn_graph.so.9", "libcudnn_engines_precompiled.so.9",
+          "libcudnn_engines_runtime_compiled.so.9", "libcudnn_heuristic.so.9", "libcudnn_ops.so.9"]
+
+
+def _cudnn(gcc, directory: Path, sonames: list[str], version: str = "90000") -> Path:
+    for soname in sonames:  # as NVIDIA ships them: the file is named by its SONAME
+        _shared_lib(gcc, directory, soname, soname, version)
+    return directory
+
+
+def test_each_cudnn_sub_library_is_its_own_family_so_one_install_is_no_clash(gcc, tmp_path):
+    """cuDNN 8's *_infer/_train pairs and cuDNN 9's engines have different SONAMEs: one install of
+    either used to read as 'N different builds of one library'."""
+    nine = _cudnn(gcc, tmp_path / "nine", CUDNN9 + ["libcudnn_engines_tensor_ir.so.9"])
+    eight = _cudnn(gcc, tmp_path / "eight", ["libcudnn_ops_infer.so.8", "libcudnn_ops_train.so.8",
+                                             "libcudnn_cnn_infer.so.8", "libcudnn_cnn_train.so.8"])
+    result = scan([{"origin": "given", "dir": str(nine)}, {"origin": "given", "dir": str(eight)}])
+    families = {lib.family for lib in result.libraries}
+    assert {"libcudnn_engines_precompiled", "libcudnn_engines_runtime_compiled", "libcudnn_engines_tensor_ir",
+            "libcudnn_ops_infer", "libcudnn_ops_train", "libcudnn_cnn_train", "libcudnn_ops"} <= families
+    assert clashes(result) == [] and cudnn_split(result) == []
+
+
+def test_a_sub_library_missing_beside_cudnn_9_is_named_with_the_copy_the_loader_would_take(gcc, tmp_path):
+    """pytorch/pytorch issue 187824's shape: the wheel's cuDNN lacks libcudnn_engines_tensor_ir.so.9 and
+    a system cuDNN has one."""
+    wheel = _cudnn(gcc, tmp_path / "site-packages" / "nvidia" / "cudnn" / "lib", CUDNN9, "92000")
+    system = _cudnn(gcc, tmp_path / "usr-lib", CUDNN9 + ["libcudnn_engines_tensor_ir.so.9"], "92300")
+    result = scan([{"origin": "pip-wheel", "dir": str(wheel)}, {"origin": "system", "dir": str(system)}])
+    split = cudnn_split(result)
+    assert [s["directory"] for s in split] == [str(wheel)]
+    assert split[0]["origin"] == "pip-wheel" and "libcudnn_graph.so.9" in split[0]["beside"]
+    assert split[0]["taken_from_elsewhere"] == [
+        {"soname": "libcudnn_engines_tensor_ir.so.9", "path": str(system / "libcudnn_engines_tensor_ir.so.9"),
+         "version": "9", "origin": "system"}]
+    (wheel / "libcudnn_engines_tensor_ir.so.9").symlink_to(system / "libcudnn_engines_tensor_ir.so.9")
+    assert cudnn_split(scan([{"origin": "pip-wheel", "dir": str(wheel)},
+                             {"origin": "system", "dir": str(system)}])) == []  # beside it now, by a link
+
+
+def test_the_doctor_warns_of_a_split_cudnn_on_ld_library_path(gcc, tmp_path, monkeypatch):
+    from rcompat.areas import run_doctor
+
+    wheel = _cudnn(gcc, tmp_path / "wheel", CUDNN9)
+    other = _cudnn(gcc, tmp_path / "other", ["libcudnn_engines_tensor_ir.so.9"])
+    monkeypatch.setenv("LD_LIBRARY_PATH", f"{wheel}:{other}")
+    report = run_doctor(["cuda"], timeout=120, options={"r_verify": False})
+    split = [f for f in report.findings if f.id == "CUDA-CUDNN-SPLIT"]
+    assert [f.status.value for f in split] == ["warn"]
+    assert str(other / "libcudnn_engines_tensor_ir.so.9") in split[0].message
+    assert "SUBLIBRARY_VERSION_MISMATCH" in split[0].message and "LD_LIBRARY_PATH" in split[0].remedy
