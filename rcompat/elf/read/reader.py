@@ -295,11 +295,16 @@ class ElfImage:
         columns = SymbolColumns(entries, self.bits, self.endian, self._versym(count))
         st_names = columns.column("st_names")
         strlen = len(strtab)
-        if max(st_names) >= max(strlen, 1):  # offset 0 (no name) is fine even in an empty table
-            bad = next(i for i, o in enumerate(st_names) if o >= strlen and o)
+        try:  # an offset past the table's end raises there (max(st_names) first: one pass more, ~2 ms)
+            names = names_at(strtab, st_names)
+        except ValueError:
+            names = None
+        # names_at appends a NUL to a table without one at its end: the offset of that NUL is outside
+        if names is None or (strlen and not strtab.endswith("\0") and strlen in st_names):
+            bad = next(i for i, o in enumerate(st_names) if o >= strlen and o)  # offset 0: no name, fine
             raise ElfError(self.path, f"symbol {bad + 1} name offset {st_names[bad]} outside the string table "
                                       f"({strlen} bytes)", sec.offset + (bad + 1) * ent)
-        return RawSymbols(names_at(strtab, st_names), keys=columns.column("keys"), source=columns)
+        return RawSymbols(names, keys=columns.column("keys"), source=columns)
 
     @cached_property
     def dynamic_symbols(self) -> SymbolTable:

@@ -18,14 +18,14 @@ _FIELD_OF = {"st_names": "st_name", "infos": "info", "others": "other", "shndx":
 
 
 def names_at(strtab: str, offsets: list[int]) -> list[str]:
-    """The NUL-terminated string at each offset of `strtab`, a string table decoded as latin-1 (offsets
-    already checked to lie inside it)."""
-    # latin-1 maps bytes 1:1 to characters, so byte offsets stay valid for str.find; the rare
+    """The NUL-terminated string at each offset of `strtab`, a string table decoded as latin-1. An offset
+    past the table's last NUL raises ValueError: the caller's bounds check costs no pass of its own."""
+    # latin-1 maps bytes 1:1 to characters, so byte offsets stay valid for str.index; the rare
     # non-ASCII name is re-decoded as UTF-8 afterwards. Three C-level passes (find each end, make the
     # slices, take them) beat splitting the table into a dict of names by start offset (-30%), and
     # need no second look for names that share another's tail (linkers merge suffixes).
-    text = strtab if strtab.endswith("\0") else strtab + "\0"  # a terminator, so every find() succeeds
-    names = list(map(text.__getitem__, map(slice, offsets, map(text.find, itertools.repeat("\0"), offsets))))
+    text = strtab if strtab.endswith("\0") else strtab + "\0"  # a terminator, so every index() succeeds
+    names = list(map(text.__getitem__, map(slice, offsets, map(text.index, itertools.repeat("\0"), offsets))))
     if not text.isascii():
         names = [n if n.isascii() else n.encode("latin-1").decode("utf-8", "replace") for n in names]
     return names
@@ -49,7 +49,8 @@ class SymbolColumns:
 
     def column(self, name: str):
         """One of st_names, infos, others (bytes), shndx, values, sizes, versym (empty without .gnu.version)
-        or keys: st_info | st_other << 8 | st_shndx << 16 | versym << 32 (see RawSymbols)."""
+        or keys: st_info | st_other << 8 | st_shndx << 16 | versym << 32 (see RawSymbols), a sequence of
+        ints (a memoryview of u64 in the machine's own byte order)."""
         if name not in self._decoded:
             self._decoded[name] = self._decode(name)
         return self._decoded[name]
@@ -80,7 +81,9 @@ class SymbolColumns:
                                                              self._entry_size, self.count)
             if self._versym:
                 memoryview(packed).cast("H")[2::4] = memoryview(self._versym).cast("H")
-            return memoryview(packed).cast("Q").tolist()
+            # left packed: a list would be 75k two-digit ints kept alive (~4 ms to make and fault in on
+            # libtorch_cpu.so), where `elf symbols` reads each key once, in a pass that makes it and drops it
+            return memoryview(packed).cast("Q")
         view = self._view(_FIELD_OF[name])
         return view.tobytes() if view.format == "B" else view.tolist()
 

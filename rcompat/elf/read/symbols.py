@@ -144,6 +144,11 @@ class SymbolList(Sequence):
         """nm's letter for a symbol with this st_info in section `ndx`."""
         return _letter(TYPE_OF_INFO[info], BIND_OF_INFO[info], ndx, self.section_letters)
 
+    def lists_kind(self, key: int) -> bool:
+        """Whether this list shows the rows of this kind (a RawSymbols key): section and file symbols
+        never, and only defined or undefined ones when the list holds only those (st_shndx 0: SHN_UNDEF)."""
+        return _lists_kind(key, self.defined)
+
     def section_of(self, ndx: int) -> str:
         """The `section` column: the section's name, or UND/ABS/COM."""
         return _section_label(ndx, self.section_names)
@@ -249,11 +254,15 @@ def _row_mask(raw: RawSymbols, defined: bool | None, listed: bool):
     as nm does without -a. Whether a row is listed depends only on its key (st_info, st_shndx), so the
     question is asked once per distinct key and the rows are one lookup."""
     kinds = set(raw.keys)
-    kept = {k for k in kinds if (k & 0xF) not in (STT_SECTION, STT_FILE)
-            and (defined is None or bool(k >> 16 & 0xFFFF) == defined)}  # st_shndx 0 is SHN_UNDEF
+    kept = {k for k in kinds if _lists_kind(k, defined)}
     if len(kept) == len(kinds):
         return None
     return map((kept if listed else kinds - kept).__contains__, raw.keys)
+
+
+def _lists_kind(key: int, defined: bool | None) -> bool:
+    """Whether a listing of `defined` symbols shows the rows of this kind (a RawSymbols key)."""
+    return (key & 0xF) not in (STT_SECTION, STT_FILE) and (defined is None or bool(key >> 16 & 0xFFFF) == defined)
 
 
 def _pick_rows(raw: RawSymbols, keep: list[int]) -> RawSymbols:
