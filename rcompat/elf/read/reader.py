@@ -293,7 +293,7 @@ class ElfImage:
         with memoryview(self.data) as whole:
             entries = whole[sec.offset + ent:sec.offset + count * ent].tobytes()
         columns = SymbolColumns(entries, self.bits, self.endian, self._versym(count))
-        st_names = columns.column("st_names")
+        st_names = columns.name_offsets()
         strlen = len(strtab)
         try:  # an offset past the table's end raises there (max(st_names) first: one pass more, ~2 ms)
             names = names_at(strtab, st_names)
