@@ -20,7 +20,7 @@ from __future__ import annotations
 import mmap
 import os
 import struct
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from functools import cached_property, partial
 
 from rcompat.elf.errors import ElfError, NotElfError
@@ -331,8 +331,9 @@ class ElfImage:
             table.version_indexes = [0] * n
         return table
 
-    def version_labels(self, versym: list[int]) -> dict[int, tuple[str, str]]:
-        """Version index -> (version name, file named by verneed) for every index used."""
+    def version_labels(self, versym: "Iterable[int]") -> dict[int, tuple[str, str]]:
+        """Version index -> (version name, file named by verneed) for every index given (.gnu.version
+        entries: the hidden bit is ignored)."""
         vdefs, vneeds = self.version_definitions, self.version_needs
         labels: dict[int, tuple[str, str]] = {}
         for vidx in {v & 0x7FFF for v in versym}:
