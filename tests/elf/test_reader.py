@@ -89,3 +89,16 @@ def test_a_section_name_table_index_beyond_the_table_is_an_elf_error(libs, tmp_p
     bad.write_bytes(bytes(data))
     with ElfImage(bad) as img, pytest.raises(ElfError, match="section name table"):
         img.sections
+
+
+def test_zero_u16_positions_finds_aligned_zero_entries_only():
+    """The undefined rows' search over packed st_shndx: a 0x00 0x00 pair straddling two entries (a
+    section index ending in 0x00 after one starting with it, as from the 257th section on) is no match."""
+    from array import array
+
+    from rcompat.elf.read.symbol_columns import positions, zero_u16_positions
+
+    values = [5, 0x0300, 0, 0, 7, 0x0100, 0x0001, 0]
+    packed = array("H", values).tobytes()
+    assert zero_u16_positions(packed) == positions(values, 0) == [2, 3, 7]
+    assert zero_u16_positions(b"") == [] and zero_u16_positions(array("H", [0]).tobytes()) == [0]

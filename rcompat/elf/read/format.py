@@ -100,6 +100,16 @@ class RawSymbols:
     sizes = property(lambda self: self._column("sizes"))
     versym = property(lambda self: self._column("versym"))
 
+    def undefined_rows(self) -> list[int]:
+        """Indexes of the rows with st_shndx 0 (SHN_UNDEF), usually few: searched for in the packed column
+        when there is one (no list of 75k ints made for it: ~1.5 ms on libtorch_cpu.so)."""
+        from rcompat.elf.read.symbol_columns import positions, zero_u16_positions
+
+        packed = None
+        if self._source is not None and "shndx" not in self._columns:
+            packed = self._source.field_bytes("shndx")
+        return zero_u16_positions(packed) if packed is not None else positions(self.shndx, 0)
+
     def value_array(self, typecode: str):
         """`values` as an array.array of `typecode`, straight from the packed entries when they are
         still to be decoded (no int object per symbol)."""

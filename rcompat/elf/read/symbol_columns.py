@@ -31,6 +31,30 @@ def names_at(strtab: str, offsets: "list[int] | memoryview") -> list[str]:
     return names
 
 
+def positions(sequence: "bytes | list[int]", value: int) -> list[int]:
+    """The indexes at which `sequence` holds `value`, each found by one C-level scan."""
+    found, i = [], -1
+    try:
+        while True:
+            i = sequence.index(value, i + 1)
+            found.append(i)
+    except ValueError:
+        return found
+
+
+def zero_u16_positions(packed: bytes) -> list[int]:
+    """The indexes of the u16 entries of `packed` that are 0, each found by one C-level search (a match
+    at an odd offset straddles two entries and is passed over)."""
+    found, i = [], packed.find(b"\0\0")
+    while i >= 0:
+        if i % 2:
+            i = packed.find(b"\0\0", i + 1)
+        else:
+            found.append(i // 2)
+            i = packed.find(b"\0\0", i + 2)
+    return found
+
+
 class SymbolColumns:
     """The columns of a packed Elf_Sym array (a copy of .dynsym from symbol 1 on) and of its .gnu.version
     entries (`versym`: 2 bytes per symbol, b"" without that section), each decoded when first asked for:
@@ -54,6 +78,11 @@ class SymbolColumns:
         if name not in self._decoded:
             self._decoded[name] = self._decode(name)
         return self._decoded[name]
+
+    def field_bytes(self, field: str) -> bytes | None:
+        """One Elf_Sym field of every symbol packed in the machine's own layout ("shndx": 2 bytes each),
+        or None when the file's byte order is not the machine's (the columns are decoded instead)."""
+        return None if self._decoded else self._view(field).tobytes()
 
     def name_offsets(self):
         """st_name of every symbol, to read once or twice: a strided view where the layout allows (no

@@ -77,7 +77,7 @@ def _sorted_lines(syms, shown: list[str] | None = None) -> list[str]:
         lines += map("".join, zip(addresses, *columns))  # the block's addresses first: zip stops at their end
     blank = " " * (16 if syms.bits == 64 else 8)
     if syms.defined is not True:  # --defined leaves every undefined row out anyway
-        for i in _positions(raw.shndx, 0):  # nm prints no address for an undefined symbol
+        for i in raw.undefined_rows():  # nm prints no address for an undefined symbol
             lines[i] = "".join((blank, mids[i], names[i], suffix[keys[i]] if versioned else "\n"))
     for i in _own_node_rows(raw.names, keys, _own_nodes(syms, suffix) if versioned else {}):
         lines[i] = "".join((lines[i][:len(blank)], mids[i], names[i], "\n"))
@@ -85,17 +85,6 @@ def _sorted_lines(syms, shown: list[str] | None = None) -> list[str]:
         lines[i] = ""
     lines.sort(key=partial(next, iter(raw.names)))  # in place: no second 75k-slot list to fault in
     return lines
-
-
-def _positions(sequence: list[int], value: int) -> Iterator[int]:
-    """The indexes at which `sequence` holds `value`, each found by one C-level scan."""
-    i = -1
-    try:
-        while True:
-            i = sequence.index(value, i + 1)
-            yield i
-    except ValueError:
-        return
 
 
 class _ByKind(dict):
