@@ -68,7 +68,8 @@ class SymbolColumns:
         self.count = len(entries) // self._entry_size
         self._entries, self._versym = entries, versym
         self._decoded: dict[str, object] = {}
-        if not (endian == "<" and sys.byteorder == "little"):
+        self._native = endian == "<" and sys.byteorder == "little"
+        if not self._native:
             self._decoded = _unpacked(entries[:self.count * self._entry_size], bits, endian, versym)
 
     def column(self, name: str):
@@ -82,7 +83,7 @@ class SymbolColumns:
     def field_bytes(self, field: str) -> bytes | None:
         """One Elf_Sym field of every symbol packed in the machine's own layout ("shndx": 2 bytes each),
         or None when the file's byte order is not the machine's (the columns are decoded instead)."""
-        return None if self._decoded else self._view(field).tobytes()
+        return self._view(field).tobytes() if self._native else None
 
     def name_offsets(self):
         """st_name of every symbol, to read once or twice: a strided view where the layout allows (no
