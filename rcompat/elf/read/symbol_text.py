@@ -148,7 +148,10 @@ def _plain(text: str) -> bool:
 def _suffixes(syms, keys: list[int], names: list[str], after: str, escape=None) -> list[str]:
     """`@@VER`, `@VER` or "" of each row, then `after` (`escape`: how a suffix is quoted, e.g. json.dumps)."""
     kinds = set(keys)
-    suffix = {k: (escape(text)[1:-1] if escape else text) + after for k in kinds for text in [_suffix_text(syms, k)]}
+    suffix = {}
+    for k in kinds:
+        text = _suffix_text(syms, k)
+        suffix[k] = (escape(text)[1:-1] if escape else text) + after
     out = list(map(suffix.__getitem__, keys))
     for i in _own_node_rows(names, keys, _own_nodes(syms, kinds)):
         out[i] = after
