@@ -38,6 +38,9 @@ def exercise(path: Path) -> None:
         img.version_definitions, img.version_needs
         syms = symbol_list(img)
         syms.nm_lines()
+        "".join(syms.json_chunks())
+        for defined in (True, False):  # the listings that leave rows out (versions, blank addresses)
+            "".join(symbol_list(img, defined).nm_chunks())
     load_object(str(path))  # the resolver's facts, uncached
     build_index(path)
 

@@ -73,3 +73,40 @@ def test_fuzzed_fixtures_only_raise_elf_error(libs, tmp_path, load_helper):
 def test_runtimes_pid_must_be_a_number(cli):
     out = cli("elf", "runtimes", "--pid", "abc")
     assert out.returncode == 2 and "invalid int value" in out.stderr
+
+
+def _with_name_offset(libs, tmp_path, offset_of, dynstr_ends_without_nul=False):
+    """libversioned.so with its first named dynamic symbol's st_name set to offset_of(.dynstr's size)
+    (and the last byte of .dynstr made a letter when asked): the file and the patched symbol's number."""
+    data = bytearray(libs["versioned"].read_bytes())
+    with ElfImage(libs["versioned"]) as img:
+        dynsym = img.section_by_type("SHT_DYNSYM")
+        dynstr = img.sections[dynsym.link]
+    row = 1  # symbol 0 is the null symbol
+    data[dynsym.offset + row * 24:dynsym.offset + row * 24 + 4] = offset_of(dynstr.size).to_bytes(4, "little")
+    if dynstr_ends_without_nul:
+        data[dynstr.offset + dynstr.size - 1] = ord("x")
+    patched = tmp_path / "libpatched.so"
+    patched.write_bytes(bytes(data))
+    return patched, row, dynsym.offset + row * 24
+
+
+@pytest.mark.parametrize("offset_of", [lambda size: size, lambda size: size + 1000, lambda size: 0xFFFFFFFF],
+                         ids=["at-end", "past-end", "max"])
+def test_a_name_offset_outside_the_string_table_is_an_elf_error_naming_the_symbol(libs, tmp_path, offset_of):
+    patched, row, at = _with_name_offset(libs, tmp_path, offset_of)
+    with pytest.raises(ElfError) as info:
+        symbols(patched)
+    assert f"symbol {row} name offset" in str(info.value) and "outside the string table" in str(info.value)
+    assert info.value.offset == at
+
+
+def test_a_string_table_without_its_last_nul_reads_its_last_name_and_refuses_the_offset_past_it(libs, tmp_path):
+    """A .dynstr whose last byte is not NUL: a name reaching the end is read up to it, while an offset
+    equal to the table's size (where the reader puts a terminator of its own) is outside, as any other."""
+    inside, _row, _at = _with_name_offset(libs, tmp_path, lambda size: size - 1, dynstr_ends_without_nul=True)
+    assert "x" in symbols(inside).names()
+    at_end, row, at = _with_name_offset(libs, tmp_path, lambda size: size, dynstr_ends_without_nul=True)
+    with pytest.raises(ElfError) as info:
+        symbols(at_end)
+    assert f"symbol {row} name offset" in str(info.value) and info.value.offset == at

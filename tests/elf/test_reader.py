@@ -89,3 +89,47 @@ def test_a_section_name_table_index_beyond_the_table_is_an_elf_error(libs, tmp_p
     bad.write_bytes(bytes(data))
     with ElfImage(bad) as img, pytest.raises(ElfError, match="section name table"):
         img.sections
+
+
+def test_zero_u16_positions_finds_aligned_zero_entries_only():
+    """The undefined rows' search over packed st_shndx: a 0x00 0x00 pair straddling two entries (a
+    section index ending in 0x00 after one starting with it, as from the 257th section on) is no match."""
+    from array import array
+
+    from rcompat.elf.read.symbol_columns import positions, zero_u16_positions
+
+    values = [5, 0x0300, 0, 0, 7, 0x0100, 0x0001, 0]
+    packed = array("H", values).tobytes()
+    assert zero_u16_positions(packed) == positions(values, 0) == [2, 3, 7]
+    assert zero_u16_positions(b"") == [] and zero_u16_positions(array("H", [0]).tobytes()) == [0]
+
+
+def test_columns_of_a_file_in_the_other_byte_order_match_the_packed_ones(libs):
+    """SymbolColumns decodes a .dynsym in the other byte order with struct: every column, the name
+    offsets and the undefined rows come out as the packed (strided-view) reading gives them."""
+    import struct
+    import sys
+
+    from rcompat.elf.read.format import RawSymbols
+
+    if sys.byteorder != "little":
+        pytest.skip("the fixtures are little-endian: on this machine they are the other byte order")
+    from rcompat.elf.read.symbol_columns import SymbolColumns
+
+    with ElfImage(libs["versioned"]) as img:
+        dynsym = img.section_by_type("SHT_DYNSYM")
+        entries = bytes(img.data[dynsym.offset + 24:dynsym.offset + dynsym.size])
+    count = len(entries) // 24
+    versym = struct.pack(f"<{count}H", *range(count))
+    swapped = b"".join(struct.pack(">IBBHQQ", *fields) for fields in struct.iter_unpack("<IBBHQQ", entries))
+    native = SymbolColumns(entries, 64, "<", versym)
+    other = SymbolColumns(swapped, 64, ">", struct.pack(f">{count}H", *range(count)))
+    for name in ("st_names", "infos", "others", "shndx", "values", "sizes", "versym"):
+        assert list(other.column(name)) == list(native.column(name)), name
+    assert list(other.column("keys")) == list(native.column("keys"))
+    assert list(other.name_offsets()) == list(native.name_offsets()) == native.column("st_names")
+    assert other.field_bytes("shndx") is None and native.field_bytes("shndx") is not None
+    undefined = [i for i, ndx in enumerate(native.column("shndx")) if ndx == 0]
+    assert undefined, "the fixture has undefined symbols"
+    assert RawSymbols([""] * count, source=native).undefined_rows() == undefined
+    assert RawSymbols([""] * count, source=other).undefined_rows() == undefined

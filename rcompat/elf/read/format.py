@@ -73,16 +73,17 @@ class SymbolTable:
 class RawSymbols:
     """.dynsym column by column as stored, symbol 1 first: st_info and st_other as bytes (one byte per
     symbol), the .gnu.version entry of each symbol (empty without that section), the names decoded, and
-    `keys`: st_info | st_other << 8 | st_shndx << 16 | versym << 32 per symbol, one int that keys, in a
-    dict lookup, everything a symbol shows besides its name, value and size (letter, type, binding,
-    visibility, section, version). The other columns are given, or decoded from `source` (a
-    rcompat.elf.read.symbol_columns.SymbolColumns) when first read."""
+    `keys`: st_info | st_other << 8 | st_shndx << 16 | versym << 32 per symbol (a list, or a memoryview
+    of u64), one int that keys, in a dict lookup, everything a symbol shows besides its name, value and
+    size (letter, type, binding, visibility, section, version). The other columns are given, or decoded
+    from `source` (a rcompat.elf.read.symbol_columns.SymbolColumns) when first read."""
 
     __slots__ = ("names", "keys", "_columns", "_source")
 
     def __init__(self, names: list[str] | None = None, infos: bytes = b"", others: bytes = b"",
                  shndx: list[int] | None = None, values: list[int] | None = None, sizes: list[int] | None = None,
-                 versym: list[int] | None = None, keys: list[int] | None = None, source=None) -> None:
+                 versym: list[int] | None = None, keys: "list[int] | memoryview | None" = None,
+                 source=None) -> None:
         self.names, self.keys, self._source = names or [], keys or [], source
         self._columns = {} if source is not None else {
             "infos": infos, "others": others, "shndx": shndx or [], "values": values or [], "sizes": sizes or [],
@@ -99,6 +100,16 @@ class RawSymbols:
     values = property(lambda self: self._column("values"))
     sizes = property(lambda self: self._column("sizes"))
     versym = property(lambda self: self._column("versym"))
+
+    def undefined_rows(self) -> list[int]:
+        """Indexes of the rows with st_shndx 0 (SHN_UNDEF), usually few: searched for in the packed column
+        when there is one (no list of 75k ints made for it: ~1.5 ms on libtorch_cpu.so)."""
+        from rcompat.elf.read.symbol_columns import positions, zero_u16_positions
+
+        packed = None
+        if self._source is not None and "shndx" not in self._columns:
+            packed = self._source.field_bytes("shndx")
+        return zero_u16_positions(packed) if packed is not None else positions(self.shndx, 0)
 
     def value_array(self, typecode: str):
         """`values` as an array.array of `typecode`, straight from the packed entries when they are

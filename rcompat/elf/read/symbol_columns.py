@@ -17,18 +17,42 @@ _FIELD_OF = {"st_names": "st_name", "infos": "info", "others": "other", "shndx":
              "sizes": "size"}
 
 
-def names_at(strtab: str, offsets: list[int]) -> list[str]:
-    """The NUL-terminated string at each offset of `strtab`, a string table decoded as latin-1 (offsets
-    already checked to lie inside it)."""
-    # latin-1 maps bytes 1:1 to characters, so byte offsets stay valid for str.find; the rare
+def names_at(strtab: str, offsets: "list[int] | memoryview") -> list[str]:
+    """The NUL-terminated string at each offset of `strtab`, a string table decoded as latin-1. An offset
+    past the table's last NUL raises ValueError: the caller's bounds check costs no pass of its own."""
+    # latin-1 maps bytes 1:1 to characters, so byte offsets stay valid for str.index; the rare
     # non-ASCII name is re-decoded as UTF-8 afterwards. Three C-level passes (find each end, make the
     # slices, take them) beat splitting the table into a dict of names by start offset (-30%), and
     # need no second look for names that share another's tail (linkers merge suffixes).
-    text = strtab if strtab.endswith("\0") else strtab + "\0"  # a terminator, so every find() succeeds
-    names = list(map(text.__getitem__, map(slice, offsets, map(text.find, itertools.repeat("\0"), offsets))))
+    text = strtab if strtab.endswith("\0") else strtab + "\0"  # a terminator, so every index() succeeds
+    names = list(map(text.__getitem__, map(slice, offsets, map(text.index, itertools.repeat("\0"), offsets))))
     if not text.isascii():
         names = [n if n.isascii() else n.encode("latin-1").decode("utf-8", "replace") for n in names]
     return names
+
+
+def positions(sequence: "bytes | list[int]", value: int) -> list[int]:
+    """The indexes at which `sequence` holds `value`, each found by one C-level scan."""
+    found, i = [], -1
+    try:
+        while True:
+            i = sequence.index(value, i + 1)
+            found.append(i)
+    except ValueError:
+        return found
+
+
+def zero_u16_positions(packed: bytes) -> list[int]:
+    """The indexes of the u16 entries of `packed` that are 0, each found by one C-level search (a match
+    at an odd offset straddles two entries and is passed over)."""
+    found, i = [], packed.find(b"\0\0")
+    while i >= 0:
+        if i % 2:
+            i = packed.find(b"\0\0", i + 1)
+        else:
+            found.append(i // 2)
+            i = packed.find(b"\0\0", i + 2)
+    return found
 
 
 class SymbolColumns:
@@ -44,15 +68,27 @@ class SymbolColumns:
         self.count = len(entries) // self._entry_size
         self._entries, self._versym = entries, versym
         self._decoded: dict[str, object] = {}
-        if not (endian == "<" and sys.byteorder == "little"):
+        self._native = endian == "<" and sys.byteorder == "little"
+        if not self._native:
             self._decoded = _unpacked(entries[:self.count * self._entry_size], bits, endian, versym)
 
     def column(self, name: str):
         """One of st_names, infos, others (bytes), shndx, values, sizes, versym (empty without .gnu.version)
-        or keys: st_info | st_other << 8 | st_shndx << 16 | versym << 32 (see RawSymbols)."""
+        or keys: st_info | st_other << 8 | st_shndx << 16 | versym << 32 (see RawSymbols), a sequence of
+        ints (a memoryview of u64 in the machine's own byte order)."""
         if name not in self._decoded:
             self._decoded[name] = self._decode(name)
         return self._decoded[name]
+
+    def field_bytes(self, field: str) -> bytes | None:
+        """One Elf_Sym field of every symbol packed in the machine's own layout ("shndx": 2 bytes each),
+        or None when the file's byte order is not the machine's (the columns are decoded instead)."""
+        return self._view(field).tobytes() if self._native else None
+
+    def name_offsets(self):
+        """st_name of every symbol, to read once or twice: a strided view where the layout allows (no
+        list of 75k ints kept alive: ~2 ms on libtorch_cpu.so), else the decoded column."""
+        return self._decoded["st_names"] if "st_names" in self._decoded else self._view("st_name")
 
     def value_array(self) -> array:
         """st_value of every symbol as an array of the file's word size (no int objects made)."""
@@ -80,7 +116,9 @@ class SymbolColumns:
                                                              self._entry_size, self.count)
             if self._versym:
                 memoryview(packed).cast("H")[2::4] = memoryview(self._versym).cast("H")
-            return memoryview(packed).cast("Q").tolist()
+            # left packed: a list would be 75k two-digit ints kept alive (~4 ms to make and fault in on
+            # libtorch_cpu.so), where `elf symbols` reads each key once, in a pass that makes it and drops it
+            return memoryview(packed).cast("Q")
         view = self._view(_FIELD_OF[name])
         return view.tobytes() if view.format == "B" else view.tolist()
 

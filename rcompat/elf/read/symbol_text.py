@@ -15,10 +15,11 @@ import sys
 from collections.abc import Iterator
 from functools import partial
 from itertools import chain, compress, repeat
-from operator import eq, not_
+from operator import eq
 
 JSON_CHUNK_ROWS = 8192  # rows per write: a few MB, so output starts early and memory stays flat
-NM_CHUNK_LINES = 16384
+ADDRESS_BLOCK_ROWS = 4096
+NM_CHUNK_LINES = 1024  # ~90 KB a piece: below malloc's mmap threshold, so each reuses the last one's pages
 _JSON_PLAIN = bytes(c for c in range(0x20, 0x7F) if chr(c) not in '"\\')  # printable ASCII but " and \
 
 
@@ -38,8 +39,9 @@ def nm_text(syms, shown: list[str] | None = None) -> str:
 
 
 def nm_chunks(syms, shown: list[str] | None = None) -> Iterator[str]:
-    """nm_text() in pieces of NM_CHUNK_LINES lines, to write as they are joined: a few small buffers
-    instead of one 6 MB string and its 6 MB encoding (pages a VM makes expensive to fault in)."""
+    """nm_text() in pieces of NM_CHUNK_LINES lines, to write as they are joined: small buffers that reuse
+    the same memory instead of one 6 MB string and its 6 MB encoding (fresh pages cost ~2 us each to fault
+    in: pieces of 16k lines faulted 1,700 of them on libtorch_cpu.so, ~3 ms)."""
     lines = _sorted_lines(syms, shown)
     for start in range(0, len(lines), NM_CHUNK_LINES):
         yield "".join(lines[start:start + NM_CHUNK_LINES])
@@ -57,25 +59,32 @@ def _sorted_lines(syms, shown: list[str] | None = None) -> list[str]:
         any(map(spread.__setitem__, syms.rows, shown))
         shown = spread
     names = raw.names if shown is None else shown
-    blank_undefined = syms.defined is not True  # --defined leaves every undefined row out anyway
     # Lines are made in .dynsym order, where the columns lie in memory in the order they are read, and
-    # sorted themselves (30% less than sorting indexes and gathering every column by them). sorted()
+    # sorted themselves (30% less than sorting indexes and gathering every column by them). sort()
     # computes each item's key once, in list order, so the key function hands out the names in that order.
     # A row's letter and suffix depend on its kind only (a few dozen per file): each kind's text is
-    # made at its first row (_ByKind), without a pass to collect the kinds first (set(keys): ~1.5 ms).
+    # made at its first row (_ByKind), without a pass to collect the kinds first (set(keys): ~2 ms).
     middle = _ByKind(lambda k: f" {syms.letter_of(k & 0xFF, k >> 16 & 0xFFFF)} ")
-    if any(version for version, _file in syms.version_labels.values()):
-        suffix, own_node = _suffix_table(syms, set(keys), "\n")
-        suffixes = map(suffix.__getitem__, keys)
-    else:  # no versions: every row's suffix is the newline
-        suffixes, own_node = repeat("\n"), {}
-    addresses = _addresses(raw, 16 if syms.bits == 64 else 8, blank_undefined)
-    lines = list(map("".join, zip(addresses, map(middle.__getitem__, keys), names, suffixes)))
-    for i in _own_node_rows(raw.names, keys, own_node):
-        lines[i] = "".join((addresses[i], middle[keys[i]], names[i], "\n"))
+    mids = list(map(middle.__getitem__, keys))  # and with it every kind of row the file has
+    suffix = _ByKind(lambda k: _suffix_text(syms, k) + "\n")
+    # Most listings show no version suffix at all (a library's defined symbols are mostly unversioned):
+    # then no second lookup per row (~4 ms on libtorch_cpu.so).
+    versioned = any(suffix[k] != "\n" for k in middle if syms.lists_kind(k))
+    suffixes = map(suffix.__getitem__, keys) if versioned else repeat("\n")
+    columns = (iter(mids), iter(names), suffixes)
+    lines: list[str] = []
+    for addresses in _address_blocks(raw, 16 if syms.bits == 64 else 8):
+        lines += map("".join, zip(addresses, *columns))  # the block's addresses first: zip stops at their end
+    blank = " " * (16 if syms.bits == 64 else 8)
+    if syms.defined is not True:  # --defined leaves every undefined row out anyway
+        for i in raw.undefined_rows():  # nm prints no address for an undefined symbol
+            lines[i] = "".join((blank, mids[i], names[i], suffix[keys[i]] if versioned else "\n"))
+    for i in _own_node_rows(raw.names, keys, _own_nodes(syms, suffix) if versioned else {}):
+        lines[i] = "".join((lines[i][:len(blank)], mids[i], names[i], "\n"))
     for i in unlisted:
         lines[i] = ""
-    return sorted(lines, key=partial(next, iter(raw.names)))
+    lines.sort(key=partial(next, iter(raw.names)))  # in place: no second 75k-slot list to fault in
+    return lines
 
 
 class _ByKind(dict):
@@ -138,53 +147,53 @@ def _plain(text: str) -> bool:
 
 def _suffixes(syms, keys: list[int], names: list[str], after: str, escape=None) -> list[str]:
     """`@@VER`, `@VER` or "" of each row, then `after` (`escape`: how a suffix is quoted, e.g. json.dumps)."""
-    suffix, own_node = _suffix_table(syms, set(keys), after, escape)
+    kinds = set(keys)
+    suffix = {}
+    for k in kinds:
+        text = _suffix_text(syms, k)
+        suffix[k] = (escape(text)[1:-1] if escape else text) + after
     out = list(map(suffix.__getitem__, keys))
-    for i in _own_node_rows(names, keys, own_node):
+    for i in _own_node_rows(names, keys, _own_nodes(syms, kinds)):
         out[i] = after
     return out
 
 
-def _suffix_table(syms, kinds: set[int], after: str, escape=None) -> tuple[dict[int, str], dict[int, str]]:
-    """({key: its suffix, then `after`}, {key: version} for the keys of defined symbols of a version this
-    file defines: the row of such a key named like that version is the version node's own symbol, which
-    gets no suffix)."""
-    suffix, own_node = {}, {}
+def _suffix_text(syms, key: int) -> str:
+    """`@@VER`, `@VER` or "" of the rows with this key."""
+    ndx, vs = key >> 16 & 0xFFFF, key >> 32
+    version, file = syms.version_labels.get(vs & 0x7FFF, ("", ""))
+    return decorate("", version, bool(vs & 0x8000), bool(ndx), file)
+
+
+def _own_nodes(syms, kinds) -> dict[int, str]:
+    """{key: version} for the keys among `kinds` of defined symbols of a version this file defines: the
+    row of such a key named like that version is the version node's own symbol, which gets no suffix."""
+    own_node = {}
     for key in kinds:
-        ndx, vs = key >> 16 & 0xFFFF, key >> 32
-        version, file = syms.version_labels.get(vs & 0x7FFF, ("", ""))
-        text = decorate("", version, bool(vs & 0x8000), bool(ndx), file)
-        suffix[key] = (escape(text)[1:-1] if escape else text) + after
-        if version and ndx and not file:
+        version, file = syms.version_labels.get(key >> 32 & 0x7FFF, ("", ""))
+        if version and key >> 16 & 0xFFFF and not file:
             own_node[key] = version
-    return suffix, own_node
+    return own_node
 
 
 def _own_node_rows(names: list[str], keys: list[int], own_node: dict[int, str]) -> Iterator[int]:
-    """The rows that are a version node's own symbol (see _suffix_table); none without versions."""
+    """The rows that are a version node's own symbol (see _own_nodes); none without versions."""
     if not own_node:  # names never hold a NUL, so the default matches no name
         return iter(())
     return compress(range(len(keys)), map(eq, names, map(own_node.get, keys, repeat("\0"))))
 
 
-def _addresses(raw, width: int, blank_undefined: bool = True) -> list[str]:
-    """Each value of `raw` (RawSymbols) as `width` hex digits (blank for undefined symbols, as nm prints
-    them, unless the caller leaves those rows out anyway)."""
-    shndx = raw.shndx
-    n = len(shndx)
-    blank = " " * width
-    if not any(shndx):
-        return [blank] * n
+def _address_blocks(raw, width: int) -> Iterator[list[str]]:
+    """The values of `raw` (RawSymbols) as `width` hex digits each, ADDRESS_BLOCK_ROWS at a time: a
+    block's strings are freed before the next is made, so they reuse the same memory (all 75k at once
+    are 6 MB of fresh pages to fault in, ~4 ms on libtorch_cpu.so)."""
     # One array, byte-swapped to big-endian in place, one hex() with a separator every 8 (4) bytes:
     # 4 ms on libtorch_cpu.so's 75k values, where struct.pack(*values) and the same hex() took 10.
     packed = raw.value_array("Q" if width == 16 else "I")
     if sys.byteorder == "little":
         packed.byteswap()
-    hexes = packed.tobytes().hex(" ", width // 2).split(" ")
-    if blank_undefined:
-        for i in compress(range(n), map(not_, shndx)):  # the few undefined ones
-            hexes[i] = blank
-    return hexes
+    for start in range(0, len(packed), ADDRESS_BLOCK_ROWS):
+        yield packed[start:start + ADDRESS_BLOCK_ROWS].tobytes().hex(" ", width // 2).split(" ")
 
 
 def _json_head(syms, key: int, dumps) -> str:

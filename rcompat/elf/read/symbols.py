@@ -21,6 +21,7 @@ from operator import itemgetter
 from rcompat.elf.read.format import (BIND_OF_INFO, SHN_ABS, SHN_COMMON, SHN_LORESERVE, SHN_UNDEF, TYPE_OF_INFO,
                                      VERSYM_HIDDEN, VISIBILITY_OF_OTHER, RawSymbols)
 from rcompat.elf.read.reader import ElfImage
+from rcompat.elf.read.symbol_columns import positions
 from rcompat.elf.read.symbol_text import decorate
 
 SHF_WRITE, SHF_ALLOC, SHF_EXECINSTR = 0x1, 0x2, 0x4
@@ -76,16 +77,16 @@ class SymbolList(Sequence):
 
     def unlisted(self) -> list[int]:
         """Indexes of the rows of `table` left out (few when defined is True or None), in C-level passes:
-        the section and file symbols by their st_info byte, the undefined ones by list.index (st_shndx
-        0 is one shared int object), ~3 ms less than a test of every row on libtorch_cpu.so."""
+        the section and file symbols by their st_info byte, the undefined ones by their st_shndx
+        (RawSymbols.undefined_rows), ~3 ms less than a test of every row on libtorch_cpu.so."""
         table = self.table
         if self.defined is False:
             from itertools import compress
 
             left_out = _row_mask(table, self.defined, listed=False)
             return [] if left_out is None else list(compress(range(len(table.names)), left_out))
-        rows = _positions(table.infos.translate(_HIDDEN_KIND), 1)
-        return rows + _positions(table.shndx, 0) if self.defined else rows
+        rows = positions(table.infos.translate(_HIDDEN_KIND), 1)
+        return rows + table.undefined_rows() if self.defined else rows
 
     @property
     def raw(self) -> RawSymbols:
@@ -143,6 +144,11 @@ class SymbolList(Sequence):
     def letter_of(self, info: int, ndx: int) -> str:
         """nm's letter for a symbol with this st_info in section `ndx`."""
         return _letter(TYPE_OF_INFO[info], BIND_OF_INFO[info], ndx, self.section_letters)
+
+    def lists_kind(self, key: int) -> bool:
+        """Whether this list shows the rows of this kind (a RawSymbols key): section and file symbols
+        never, and only defined or undefined ones when the list holds only those (st_shndx 0: SHN_UNDEF)."""
+        return _lists_kind(key, self.defined)
 
     def section_of(self, ndx: int) -> str:
         """The `section` column: the section's name, or UND/ABS/COM."""
@@ -215,7 +221,10 @@ def symbols(path: "str | os.PathLike[str]", defined: bool | None = None, demangl
 
 def symbol_list(image: ElfImage, defined: bool | None = None) -> SymbolList:
     table = image.raw_dynamic_symbols
-    labels = image.version_labels(set(table.versym)) if table.versym else {}
+    # Every version index the file defines or needs, not those its rows use: no pass over 75k rows
+    # (set(table.versym), ~2 ms on libtorch_cpu.so); an index no row uses is never looked up.
+    versioned = table.names and image.section_by_type("SHT_GNU_versym") is not None
+    labels = image.version_labels({*image.version_definitions, *image.version_needs}) if versioned else {}
     return SymbolList(str(image.path), image.bits, table, defined,
                       [s.name for s in image.sections], section_letters(image), labels)
 
@@ -232,28 +241,21 @@ def _selected_rows(raw: RawSymbols, defined: bool | None) -> list[int] | None:
     return None if len(keep) == n else keep
 
 
-def _positions(sequence: "bytes | list[int]", value: int) -> list[int]:
-    """The indexes at which `sequence` holds `value`, each found by one C-level scan."""
-    found, i = [], -1
-    try:
-        while True:
-            i = sequence.index(value, i + 1)
-            found.append(i)
-    except ValueError:
-        return found
-
-
 def _row_mask(raw: RawSymbols, defined: bool | None, listed: bool):
     """Per row of `raw`, whether the listing keeps it (listed=True) or leaves it out (listed=False), as
     an iterator of truth values; None when it keeps every row. Section and file symbols are left out,
     as nm does without -a. Whether a row is listed depends only on its key (st_info, st_shndx), so the
     question is asked once per distinct key and the rows are one lookup."""
     kinds = set(raw.keys)
-    kept = {k for k in kinds if (k & 0xF) not in (STT_SECTION, STT_FILE)
-            and (defined is None or bool(k >> 16 & 0xFFFF) == defined)}  # st_shndx 0 is SHN_UNDEF
+    kept = {k for k in kinds if _lists_kind(k, defined)}
     if len(kept) == len(kinds):
         return None
     return map((kept if listed else kinds - kept).__contains__, raw.keys)
+
+
+def _lists_kind(key: int, defined: bool | None) -> bool:
+    """Whether a listing of `defined` symbols shows the rows of this kind (a RawSymbols key)."""
+    return (key & 0xF) not in (STT_SECTION, STT_FILE) and (defined is None or bool(key >> 16 & 0xFFFF) == defined)
 
 
 def _pick_rows(raw: RawSymbols, keep: list[int]) -> RawSymbols:
