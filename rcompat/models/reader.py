@@ -47,7 +47,7 @@ def _read_mapped(path: str, fh, data: mmap.mmap, size: int) -> ModelInfo:
 
     if head.startswith(b"PK\x03\x04") or head.startswith(b"PK\x05\x06"):
         mz = ModelZip(fh, size, path)
-        if "metadata.json" in mz.infos and "config.json" in mz.infos:
+        if "metadata.json" in mz and "config.json" in mz:
             return otherfiles.read_keras_zip(mz)
         from rcompat.models.torchfiles import read_zip
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from itertools import repeat
+from operator import itemgetter, le, mul
 from typing import Any
 
 from rcompat.models.archive import ModelZip
@@ -42,9 +44,9 @@ _NOT_OPERATORS = {"device", "dtype", "layout", "Size", "Tensor", "Generator", "m
 
 
 def read_zip(mz: ModelZip) -> ModelInfo:
-    listed = "\0" + "\0".join(mz.infos) + "\0"  # one text to search in C: no listed name holds a NUL
+    names = mz.index  # a dict: membership without building a set of every member name again
+    listed = "\0" + "\0".join(names) + "\0"  # one text to search in C: no listed name holds a NUL
     top = _top_folder(mz, listed)
-    names = mz.infos  # a dict: membership without building a set of every member name again
     scripted = f"{top}constants.pkl" in names or f"\0{top}code/" in listed
     info = ModelInfo(mz.path, TORCHSCRIPT if scripted else TORCH_ZIP, mz.size)
     for member in (f"{top}version", f"{top}.data/version"):
@@ -54,21 +56,32 @@ def read_zip(mz: ModelZip) -> ModelInfo:
     read = _read_data_pkl(mz, top, scripted)
     facts, info.tensors, storages = read.facts, read.tensors, read.storages
     info.globals = facts.globals
-    folder = f"{top}data/"
-    for key, (dtype, numel, _) in storages.items():
-        member = folder + key
-        stored = names.get(member)
-        if stored is None:
-            raise ModelFileError(f"{mz.path}: storage {key!r} has no member {member!r} (truncated or edited file)")
-        if numel * ITEMSIZE.get(dtype, 0) > stored.file_size:  # what nbytes(dtype, (numel,)) is, unknown dtypes 0
-            raise ModelFileError(f"{mz.path}: member {member!r} holds {stored.file_size} bytes, its "
-                                 f"storage needs {nbytes(dtype, (numel,))} (truncated member)")
+    _check_storages(mz, f"{top}data/", storages)
     info.devices = sorted({location for _, _, location in storages.values()})
     info.details = {"top_level": read.top_level, "storages": len(storages), "archive_folder": top.rstrip("/"),
                     "pickle_opcodes": facts.opcodes}
     if scripted:
         info.operators = _operators(mz, top)
     return info
+
+
+def _check_storages(mz: ModelZip, folder: str, storages: dict[str, tuple[str, int, str]]) -> None:
+    """Every storage has its member `folder + key`, holding at least its bytes: all at once in C (member
+    indices, sizes, needs), then, only when one fails, the loop that names the first in order."""
+    found = list(map(mz.index.get, map(folder.__add__, storages)))
+    if None not in found:
+        kinds = storages.values()
+        needs = map(mul, map(itemgetter(1), kinds), map(ITEMSIZE.get, map(itemgetter(0), kinds), repeat(0)))
+        if all(map(le, needs, map(mz.file_sizes.__getitem__, found))):
+            return
+    for key, (dtype, numel, _) in storages.items():
+        member = folder + key
+        if member not in mz.index:
+            raise ModelFileError(f"{mz.path}: storage {key!r} has no member {member!r} (truncated or edited file)")
+        stored = mz.file_sizes[mz.index[member]]
+        if numel * ITEMSIZE.get(dtype, 0) > stored:  # what nbytes(dtype, (numel,)) is, unknown dtypes 0
+            raise ModelFileError(f"{mz.path}: member {member!r} holds {stored} bytes, its "
+                                 f"storage needs {nbytes(dtype, (numel,))} (truncated member)")
 
 
 @dataclass
@@ -99,7 +112,7 @@ def _read_data_pkl(mz: ModelZip, top: str, scripted: bool) -> DataPickle:
     if not scripted:
         return read_pickle(mz.read(f"{top}data.pkl", MAX_PICKLE_BYTES), mz.path, f"{top}data.pkl")
     facts = walk(Window(mz.read(f"{top}data.pkl", MAX_PICKLE_BYTES)), what)
-    if f"{top}constants.pkl" in mz.infos:
+    if f"{top}constants.pkl" in mz:
         constants = walk(Window(mz.read(f"{top}constants.pkl", MAX_PICKLE_BYTES)), f"{mz.path}: constants.pkl")
         facts.globals += [g for g in constants.globals if g not in facts.globals]
         facts.persistent_ids.extend(constants.persistent_ids)

@@ -88,10 +88,10 @@ def test_the_one_scan_over_all_names_flags_every_name_the_check_refuses(name):
     refused = name in REFUSED
     with pytest.raises(ModelFileError) if refused else _no_error():
         _check_name("f", name)
-    infos = [Member(n, 0, 0, 0, 0, 0, 0) for n in ("archive/data.pkl", name, "archive/version")]
+    names = ["archive/data.pkl", name, "archive/version"]
     if refused:
-        assert _suspect_names(infos)
-    assert not _suspect_names([Member(n, 0, 0, 0, 0, 0, 0) for n in ("archive/data.pkl", "archive/data/0")])
+        assert _suspect_names(names)
+    assert not _suspect_names(["archive/data.pkl", "archive/data/0"])
 
 
 class _no_error:
