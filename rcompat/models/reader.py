@@ -1,7 +1,8 @@
 """`read_model(path)`: which format a file is (by its bytes, not its name) and its facts, read statically.
 
-A file is opened once through rcompat.inputs (regular files only, never a FIFO) and memory-mapped, so a
-multi-GB checkpoint costs its directory and pickle, not its storages. `find_models(paths)` expands
+A file is opened once through rcompat.inputs (regular files only, never a FIFO); a zip (torch.save,
+TorchScript, Keras) is read by its directory and the members asked for, anything else memory-mapped,
+so a multi-GB checkpoint costs its directory and pickle, not its storages. `find_models(paths)` expands
 directories: SavedModel directories are models themselves; elsewhere files with a model extension.
 """
 from __future__ import annotations
@@ -37,21 +38,27 @@ def read_model(path: "str | os.PathLike[str]") -> ModelInfo:
         size = os.fstat(fh.fileno()).st_size
         if size == 0:
             raise ModelFileError(f"{path}: an empty file, not a model")
+        head = fh.read(16)
+        if head.startswith(b"PK\x03\x04") or head.startswith(b"PK\x05\x06"):  # zips: directory and members read
+            return _read_zip(str(path), fh, size)                                # from the file, never mapped
         with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
-            return _read_mapped(str(path), fh, data, size)
+            return _read_mapped(str(path), head, data, size)
 
 
-def _read_mapped(path: str, fh, data: mmap.mmap, size: int) -> ModelInfo:
-    head = bytes(data[:16])
+def _read_zip(path: str, fh, size: int) -> ModelInfo:
+    mz = ModelZip(fh, size, path)
+    if "metadata.json" in mz and "config.json" in mz:
+        from rcompat.models.otherfiles import read_keras_zip
+
+        return read_keras_zip(mz)
+    from rcompat.models.torchfiles import read_zip
+
+    return read_zip(mz)
+
+
+def _read_mapped(path: str, head: bytes, data: mmap.mmap, size: int) -> ModelInfo:
     from rcompat.models import otherfiles
 
-    if head.startswith(b"PK\x03\x04") or head.startswith(b"PK\x05\x06"):
-        mz = ModelZip(fh, size, path)
-        if "metadata.json" in mz and "config.json" in mz:
-            return otherfiles.read_keras_zip(mz)
-        from rcompat.models.torchfiles import read_zip
-
-        return read_zip(mz)
     if head.startswith(_LEGACY_HEAD):
         from rcompat.models.torchfiles import read_legacy
 

@@ -32,18 +32,18 @@ _TUPLE_BODY = rb"(" + _INT + rb"{1,3}[\x85-\x87]|\(" + _INT + rb"{4,64}t)"   # T
 # A record after its name, every constant fetched: split's items per record are what lies before it (its
 # name) and these groups, so an item's index is its group's number.
 _STEADY = re.compile(
-    rb"(" + _PUT                                                  # 1 the record; 2 the name's PUT
-    + rb"((?:h.|j....)\(\((?:h.|j....))"                          # 3 rebuild, MARK MARK, 'storage'
-    + _GET                                                        # 4 storage type
-    + rb"X([\x01-\x09])\0\0\0(\d{1,9})" + _PUT                    # 5 6 7 key (str(int): length checked)
-    + _GET                                                        # 8 location
-    + rb"(" + _INT + rb")t" + _PUT + rb"Q" + _INT                  # 9 numel, 10; the storage offset
-    + rb"(?:\)|" + _TUPLE_BODY + _PUT + rb")"                      # 11 shape, 12
-    + rb"(?:\)|" + _TUPLE_BODY + _PUT + rb")"                      # 13 stride, 14
-    + rb"[\x88\x89]" + _GET + rb"\)R" + _PUT + rb"t" + _PUT + rb"R" + _PUT   # 15 OrderedDict, 16 17 18
-    + rb")(?:X(....))?",                                          # 19 the next record's name length
+    _PUT                                                          # 1 the name's PUT
+    + rb"((?:h.|j....)\(\((?:h.|j....))"                          # 2 rebuild, MARK MARK, 'storage'
+    + _GET                                                        # 3 storage type
+    + rb"X([\x01-\x09])\0\0\0(\d{1,9})" + _PUT                    # 4 5 6 key (str(int): length checked)
+    + _GET                                                        # 7 location
+    + rb"(" + _INT + rb")t" + _PUT + rb"Q" + _INT                  # 8 numel, 9; the storage offset
+    + rb"(?:\)|" + _TUPLE_BODY + _PUT + rb")"                      # 10 shape, 11
+    + rb"(?:\)|" + _TUPLE_BODY + _PUT + rb")"                      # 12 stride, 13
+    + rb"[\x88\x89]" + _GET + rb"\)R" + _PUT + rb"t" + _PUT + rb"R" + _PUT   # 14 OrderedDict, 15 16 17
+    + rb"(?:X(....))?",                                           # 18 the next record's name length
     re.DOTALL)
-_WIDTH = 20
+_WIDTH = 19
 _INT_ONE = re.compile(_INT, re.DOTALL)
 _U2 = struct.Struct("<H").unpack_from
 _I4 = struct.Struct("<i").unpack_from
@@ -84,7 +84,7 @@ def run(data, pos: int, room: int, window: int, st: State) -> tuple[int, bool]:
     parts = _STEADY.split(data[start:stop])
     n = len(parts) // _WIDTH
     cols = [parts[i:n * _WIDTH:_WIDTH] for i in range(_WIDTH)]
-    heads = cols[19]
+    heads = cols[18]
     k = min(heads.index(None) + 1 if None in heads else n, room)   # a record not followed by a name ends it
     lengths = struct.unpack(f"<{k}I", data[pos + 1:start] + b"".join(heads[:k - 1])) if k else ()
     got = tuple(map(len, cols[0][:k]))
@@ -95,35 +95,47 @@ def run(data, pos: int, room: int, window: int, st: State) -> tuple[int, bool]:
     if k < n:
         cols = [c[:k] for c in cols]
     _check_constants(cols, st)
-    kinds, devices = list(map(st.kinds.get, cols[4])), list(map(st.locations.get, cols[8]))
-    if None in kinds or None in devices or bytes(map(len, cols[6])) != b"".join(cols[5]):
+    kinds, devices = list(map(st.kinds.get, cols[3])), list(map(st.locations.get, cols[7]))
+    if None in kinds or None in devices or bytes(map(len, cols[5])) != b"".join(cols[4]):
         raise Fallback   # a fetch of anything but a known storage type or location; a key's length wrong
-    sizes = list(zip(cols[4], cols[9], cols[11], cols[13]))
+    sizes = list(zip(cols[3], cols[8], cols[10], cols[12]))
     found = list(map(st.seen.get, sizes))
     if None in found:
         for i in [i for i, f in enumerate(found) if f is None]:
             found[i] = st.seen.get(sizes[i]) or st.seen.setdefault(sizes[i], facts(kinds[i], *sizes[i][1:]))
     dtypes, shapes, nbytes, numels, ops = zip(*found)
-    names = map(str, cols[0], repeat("utf-8"), repeat("surrogatepass"))
-    keys = list(map(str, cols[6], repeat("ascii")))
-    st.keys.update(zip(cols[7], keys))
+    names = _texts(cols[0], "utf-8", "surrogatepass")
+    keys = _texts(cols[5], "ascii", "strict")
+    st.keys.update(zip(cols[6], keys))
     st.storages.update(zip(keys, zip(dtypes, numels, devices)))
     st.tensors.extend(map(_new, repeat(TensorInfo), zip(names, dtypes, shapes, nbytes, devices, repeat(False))))
-    st.puts.append(b"".join(filter(None, chain.from_iterable(zip(*(cols[i] for i in (2, 7, 10, 12, 14, 16, 17, 18)))))))
-    st.memo += 8 * k - cols[12].count(None) - cols[14].count(None)
+    st.puts.append(b"".join(filter(None, chain.from_iterable(zip(*(cols[i] for i in (1, 6, 9, 11, 13, 15, 16, 17)))))))
+    st.memo += 8 * k - cols[11].count(None) - cols[13].count(None)
     st.count += sum(ops)
-    end = start + sum(map(len, cols[0])) + sum(map(len, cols[1])) + 5 * (k - 1)
-    return end, k == n and stop < len(data) and k < room
+    if k == n:  # the window's end, less what follows the last record (less the next name's length, if read)
+        return stop - len(parts[-1]) - (5 if heads[-1] is not None else 0), stop < len(data) and k < room
+    at = start + len(cols[0][0])  # the records before a name that is not one: found again, one by one
+    for name in cols[0][1:]:
+        at = _STEADY.match(data, at).end() + len(name)
+    return _STEADY.match(data, at).end() - (5 if heads[k - 1] is not None else 0), False
+
+
+def _texts(raw: list[bytes], encoding: str, errors: str) -> list[str]:
+    """The strings of BINUNICODE arguments: one decode of them all joined where none holds a NUL."""
+    joined = b"\0".join(raw)
+    if joined.count(0) == len(raw) - 1:
+        return str(joined, encoding, errors).split("\0")
+    return list(map(str, raw, repeat(encoding), repeat(errors)))
 
 
 def _check_constants(cols: list, st: State) -> None:
     """Each distinct fetch of the rebuild function and 'storage' (one item: GET MARK MARK GET), and of
     OrderedDict, is of what the records memoized as those."""
-    for both in set(cols[3]):
+    for both in set(cols[2]):
         cut = 2 if both[0] == 0x68 else 5
         if not (same(st.fetch.get(both[:cut]), REBUILD) and same(st.fetch.get(both[cut + 2:]), "storage")):
             raise Fallback
-    for get in set(cols[15]):
+    for get in set(cols[14]):
         if not same(st.fetch.get(get), ORDERED):
             raise Fallback
 
