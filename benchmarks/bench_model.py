@@ -4,17 +4,19 @@ rcompat, picklescan and fickling (when installed: pip install picklescan ficklin
 the reason otherwise) as commands on the same hostile set (the builders of tests/hostile/test_models.py):
 seconds over the set, and what each says of every file.
 
-What is measured (2 shared cores, 2026-12-04, torch 2.13.0, Python 3.11): the 1 GiB file holds 256
-tensors; its data.pkl is 7,691 opcodes. In process, rcompat reads the zip directory (~0.26 ms, one read:
-rcompat/models/archive.py), data.pkl, and its tensor records in bulk (~0.8 ms: one compiled pattern per
-record, rcompat/models/torchrecords.py; the opcode walk of rcompat/models/pickles/ took ~2.2 ms):
-~1.3 ms against ~15.5 ms for torch.load, which maps the file and builds 256 storages and tensors over
-it (0.084x in separate processes, ~0.11x here where the calls alternate in one process; 0.18x before
-the bulk read). Wall time is what the rows record; the notes give both sides'
-CPU time. The second row runs both as a user would, each a fresh process, interpreter start-up and
-imports included: `rcompat model inspect FILE` (~62 ms of CPU) against `python -c "import torch;
-torch.load(...)"` (~1.6 s, most of it importing torch): ~0.04x. docs/models.md says why the walk is not
-the C unpickler.
+What is measured (2 shared cores, torch 2.13.0, Python 3.11): the 1 GiB file holds 256 tensors; its
+data.pkl is 7,691 opcodes. The in-process row times `read_model(path)` whole: open, the zip directory
+(columns from one split and one struct call: rcompat/models/archive.py), data.pkl's tensor records
+(the first read alone, the rest as runs split out in C: rcompat/models/torchruns.py), the storages
+checked against their members, and every TensorInfo made (nothing is left lazy for the renderer);
+torch.load maps the file and builds 256 storages and tensors over it. CPU time, best of --repeat, the
+two calls alternating in one process (each finds the CPU caches the other left): 2026-12-05, load
+average 3.4-3.6, ~1.1-1.4 ms against ~14.7-15.8 ms (0.077-0.087x; the previous round's code, alternated
+with this one: 1.5-1.8 ms, 0.10-0.12x): the goal (0.05x) is missed. Wall time is what the rows
+record; the notes give both sides' CPU time. The second row runs both as a user would, each a fresh
+process, interpreter start-up and imports included: `rcompat model inspect FILE` (~61 ms of CPU)
+against `python -c "import torch; torch.load(...)"` (~1.6 s, most of it importing torch): ~0.038x.
+docs/models.md (Speed) says where the time goes and why the walk is not the C unpickler.
 
     .venv/bin/python benchmarks/bench_model.py [--repeat 25] [--mib 1024] [--processes 7]
 """

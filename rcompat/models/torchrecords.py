@@ -4,9 +4,11 @@ torch.save of `{name: tensor}` (a dict, or the OrderedDict of `module.state_dict
 protocol 2 and pickle's sequential memo, the same record for every tensor (pickletools.dis of a torch
 2.13 file): the name (BINUNICODE), then `_rebuild_tensor_v2((('storage', torch.XStorage, key, device,
 numel) as a persistent id, offset, shape, stride, False, OrderedDict()))`, each global, string and tuple
-memoized (BINPUT/LONG_BINPUT) or fetched again (BINGET/LONG_BINGET). `read` reads each name's length in
-Python and the rest of its record with one compiled pattern, in batches of at most 1,000 (pickle's own
-batch: MARK, records, SETITEMS; a lone record: SETITEM), then hands the rest of the pickle (STOP, or the
+memoized (BINPUT/LONG_BINPUT) or fetched again (BINGET/LONG_BINGET). `read` reads, in batches of at most
+1,000 (pickle's own batch: MARK, records, SETITEMS; a lone record: SETITEM), the first record, and any
+that memoizes something new, alone (its name's length in Python, the rest with one compiled pattern),
+and the records between them as runs (torchruns.py: one split per window, columns, no Python per
+record); then it hands the rest of the pickle (STOP, or the
 `_metadata` that state_dict() adds and BUILD) to the symbolic machine (pickles.walk) resumed in the state
 the records leave: the root, the memo of the globals, the opcode count.
 
