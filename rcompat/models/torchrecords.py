@@ -31,27 +31,27 @@ from typing import Any, Callable
 from rcompat.models.errors import ModelFileError
 from rcompat.models.facts import ITEMSIZE, TensorInfo
 from rcompat.models.pickles import MAX_MEMO, MAX_OPCODES, Call, Dict, Global, PickleFacts, Resume, Window, walk
-from rcompat.models.torchruns import (_GET, _INT, _PUT, _STEADY, _TUPLE_BODY, ORDERED, REBUILD, Fallback, State, facts,
+from rcompat.models.torchruns import (GET, INT, PUT, STEADY, TUPLE_BODY, ORDERED, REBUILD, Fallback, State, facts,
                                       run, same)
 
 BATCH = 1000                  # pickle's _BATCHSIZE: items per MARK … SETITEMS
 _MAX_RECORDS = MAX_OPCODES // 25  # a record is 25 opcodes or more (18, two empty tuples, 5 PUTs at least)
 _KEY = b"|".join(bytes([n]) + b"\0\0\0" + rb"\d{%d}[qr]" % n for n in range(1, 10))   # str(int): torch's keys
 _RECORD = re.compile(
-    _PUT                                                                      # 1  the name, memoized
-    + rb"(?:ctorch\._utils\n_rebuild_tensor_v2\n" + _PUT + rb"|" + _GET + rb")"    # 2 3
+    PUT                                                                      # 1  the name, memoized
+    + rb"(?:ctorch\._utils\n_rebuild_tensor_v2\n" + PUT + rb"|" + GET + rb")"    # 2 3
     + rb"\(\("
-    + rb"(?:X\x07\0\0\0storage" + _PUT + rb"|" + _GET + rb")"                     # 4 5
-    + rb"(?:ctorch\n(\w{1,40}Storage)\n" + _PUT + rb"|" + _GET + rb")"            # 6 7 8
-    + rb"(?:X(?=" + _KEY + rb")....(\d+)" + _PUT + rb"|" + _GET + rb")"          # 9 10 11
-    + rb"(?:X([\x01-\x20]\0\0\0[\w:.\-]{1,32}?)" + _PUT + rb"|" + _GET + rb")"     # 12 13 14 (length: _constants)
-    + rb"(" + _INT + rb")t" + _PUT + rb"Q"                                       # 15 numel, 16
-    + _INT
-    + rb"(?:\)|" + _TUPLE_BODY + _PUT + rb")"                                     # 17 shape, 18
-    + rb"(?:\)|" + _TUPLE_BODY + _PUT + rb")"                                     # 19 stride, 20
+    + rb"(?:X\x07\0\0\0storage" + PUT + rb"|" + GET + rb")"                     # 4 5
+    + rb"(?:ctorch\n(\w{1,40}Storage)\n" + PUT + rb"|" + GET + rb")"            # 6 7 8
+    + rb"(?:X(?=" + _KEY + rb")....(\d+)" + PUT + rb"|" + GET + rb")"          # 9 10 11
+    + rb"(?:X([\x01-\x20]\0\0\0[\w:.\-]{1,32}?)" + PUT + rb"|" + GET + rb")"     # 12 13 14 (length: _constants)
+    + rb"(" + INT + rb")t" + PUT + rb"Q"                                       # 15 numel, 16
+    + INT
+    + rb"(?:\)|" + TUPLE_BODY + PUT + rb")"                                     # 17 shape, 18
+    + rb"(?:\)|" + TUPLE_BODY + PUT + rb")"                                     # 19 stride, 20
     + rb"[\x88\x89]"
-    + rb"(?:ccollections\nOrderedDict\n" + _PUT + rb"|" + _GET + rb")"            # 21 22
-    + rb"\)R" + _PUT + rb"t" + _PUT + rb"R" + _PUT,                               # 23 24 25
+    + rb"(?:ccollections\nOrderedDict\n" + PUT + rb"|" + GET + rb")"            # 21 22
+    + rb"\)R" + PUT + rb"t" + PUT + rb"R" + PUT,                               # 23 24 25
     re.DOTALL)
 _PUTS = itemgetter(0, 1, 3, 6, 9, 12, 15, 17, 19, 20, 22, 23, 24)       # the groups above, from 0
 _CONSTANTS = itemgetter(1, 2, 3, 4, 20, 21, 11, 12, 13)                  # rebuild, 'storage', OrderedDict, location
@@ -105,7 +105,7 @@ def _read(data, what: str, root, pos: int, st: State) -> TorchRecords | None:
         while pos < end and data[pos] == 0x58 and n < limit:
             if st.tensors:    # the constants are memoized: try a run (its first record matched first, cheaply)
                 name_end = pos + 5 + _U4(data, pos + 1)[0]
-                if _STEADY.match(data, name_end) is not None:
+                if STEADY.match(data, name_end) is not None:
                     done = len(st.tensors)
                     pos, filled = run(data, pos, limit - n, window, st)
                     n += len(st.tensors) - done

@@ -5,7 +5,7 @@ such a record alone) and fetches it from the memo (BINGET) ever after, so from t
 every record of a state dict is the same opcodes: the name, the rebuild function, 'storage', the
 storage type, the key, the location, the sizes, OrderedDict, and a PUT after each of eight of them
 (pickletools.dis of a torch 2.13 file). `run` splits a window of the pickle with one pattern
-(`_STEADY`: a record past its name, and the next record's BINUNICODE length), so each name is what lies
+(`STEADY`: a record past its name, and the next record's BINUNICODE length), so each name is what lies
 between two matches, and reads the groups as columns with C-speed calls (map, zip, join, struct over
 all of them): the names' lengths checked against their length fields in one compare; the memo indices
 joined for torchrecords' sequence check; the fetches checked once per distinct value (a fetch of
@@ -25,26 +25,26 @@ from typing import Any
 from rcompat.models.facts import TensorInfo
 from rcompat.models.pickles import Global
 
-_INT = rb"(?:K.|M..|J....|\x8a(?:\x05.{5}|\x06.{6}|\x07.{7}|\x08.{8}))"  # LONG1 as pickle writes it: 5..8 bytes
-_PUT = rb"(q.|r....)"
-_GET = rb"(h.|j....)"
-_TUPLE_BODY = rb"(" + _INT + rb"{1,3}[\x85-\x87]|\(" + _INT + rb"{4,64}t)"   # TUPLE1/2/3: _shape checks the count
+INT = rb"(?:K.|M..|J....|\x8a(?:\x05.{5}|\x06.{6}|\x07.{7}|\x08.{8}))"  # LONG1 as pickle writes it: 5..8 bytes
+PUT = rb"(q.|r....)"
+GET = rb"(h.|j....)"
+TUPLE_BODY = rb"(" + INT + rb"{1,3}[\x85-\x87]|\(" + INT + rb"{4,64}t)"   # TUPLE1/2/3: _shape checks the count
 # A record after its name, every constant fetched: split's items per record are what lies before it (its
 # name) and these groups, so an item's index is its group's number.
-_STEADY = re.compile(
-    _PUT                                                          # 1 the name's PUT
+STEADY = re.compile(
+    PUT                                                          # 1 the name's PUT
     + rb"((?:h.|j....)\(\((?:h.|j....))"                          # 2 rebuild, MARK MARK, 'storage'
-    + _GET                                                        # 3 storage type
-    + rb"X([\x01-\x09])\0\0\0(\d{1,9})" + _PUT                    # 4 5 6 key (str(int): length checked)
-    + _GET                                                        # 7 location
-    + rb"(" + _INT + rb")t" + _PUT + rb"Q" + _INT                  # 8 numel, 9; the storage offset
-    + rb"(?:\)|" + _TUPLE_BODY + _PUT + rb")"                      # 10 shape, 11
-    + rb"(?:\)|" + _TUPLE_BODY + _PUT + rb")"                      # 12 stride, 13
-    + rb"[\x88\x89]" + _GET + rb"\)R" + _PUT + rb"t" + _PUT + rb"R" + _PUT   # 14 OrderedDict, 15 16 17
+    + GET                                                        # 3 storage type
+    + rb"X([\x01-\x09])\0\0\0(\d{1,9})" + PUT                    # 4 5 6 key (str(int): length checked)
+    + GET                                                        # 7 location
+    + rb"(" + INT + rb")t" + PUT + rb"Q" + INT                  # 8 numel, 9; the storage offset
+    + rb"(?:\)|" + TUPLE_BODY + PUT + rb")"                      # 10 shape, 11
+    + rb"(?:\)|" + TUPLE_BODY + PUT + rb")"                      # 12 stride, 13
+    + rb"[\x88\x89]" + GET + rb"\)R" + PUT + rb"t" + PUT + rb"R" + PUT   # 14 OrderedDict, 15 16 17
     + rb"(?:X(....))?",                                           # 18 the next record's name length
     re.DOTALL)
 _WIDTH = 19
-_INT_ONE = re.compile(_INT, re.DOTALL)
+_INT_ONE = re.compile(INT, re.DOTALL)
 _U2 = struct.Struct("<H").unpack_from
 _I4 = struct.Struct("<i").unpack_from
 REBUILD = Global("torch._utils", "_rebuild_tensor_v2")
@@ -81,7 +81,7 @@ def run(data, pos: int, room: int, window: int, st: State) -> tuple[int, bool]:
     next `window` bytes, added to `st`: (where they end, whether they reached the window's end)."""
     start = pos + 5
     stop = min(start + window, len(data))
-    parts = _STEADY.split(data[start:stop])
+    parts = STEADY.split(data[start:stop])
     n = len(parts) // _WIDTH
     cols = [parts[i:n * _WIDTH:_WIDTH] for i in range(_WIDTH)]
     heads = cols[18]
@@ -116,8 +116,8 @@ def run(data, pos: int, room: int, window: int, st: State) -> tuple[int, bool]:
         return stop - len(parts[-1]) - (5 if heads[-1] is not None else 0), stop < len(data) and k < room
     at = start + len(cols[0][0])  # the records before a name that is not one: found again, one by one
     for name in cols[0][1:]:
-        at = _STEADY.match(data, at).end() + len(name)
-    return _STEADY.match(data, at).end() - (5 if heads[k - 1] is not None else 0), False
+        at = STEADY.match(data, at).end() + len(name)
+    return STEADY.match(data, at).end() - (5 if heads[k - 1] is not None else 0), False
 
 
 def _texts(raw: list[bytes], encoding: str, errors: str) -> list[str]:
