@@ -76,10 +76,11 @@ class ModelZip:
         self.offsets, self.compressed = offsets, compressed
         if len(names) > MAX_MEMBERS:
             raise ModelFileError(f"{path}: {len(names):,} zip members; rcompat reads at most {MAX_MEMBERS:,}")
-        if _suspect_names(names):  # a few C-speed scans over all names; the loop then names the culprit
+        self.listed = "\0" + "\0".join(names) + "\0"  # every name between NULs: one text to search in C
+        if _suspect_text(self.listed, len(names)):  # a few C-speed scans over all names; the loop names the culprit
             for name in names:
                 _check_name(path, name)
-        if names and max(map(add, offsets, compressed)) > size:
+        if names and max(offsets) + max(compressed) > size and max(map(add, offsets, compressed)) > size:
             for name, offset, csize in zip(names, offsets, compressed):
                 if offset + csize > size:
                     raise ModelFileError(f"{path}: member {name!r} ends past the end of the file "
@@ -213,11 +214,14 @@ def _read_stored(fh: BinaryIO, info: Member, size: int) -> bytes | None:
 
 
 def _suspect_names(names: "list[str]") -> bool:
-    """Whether any name might be one _check_name refuses: a superset (a `..` or `:` anywhere, a leading / or
-    \\ after the NUL that joins them: no listed name holds a NUL, zipfile cuts names there)."""
-    joined = "\x00" + "\x00".join(names)
-    return ".." in joined or ":" in joined or "\x00/" in joined or "\x00\\" in joined \
-        or joined.count("\x00") != len(names)
+    return _suspect_text("\0" + "\0".join(names) + "\0", len(names))
+
+
+def _suspect_text(listed: str, count: int) -> bool:
+    """Whether any of the `count` names in `listed` (each between NULs) might be one _check_name refuses:
+    a superset (a `..` or `:` anywhere, a leading / or \\ after a NUL, a NUL inside a name: zipfile
+    cuts names there, so no listed name should hold one)."""
+    return ".." in listed or ":" in listed or "\0/" in listed or "\0\\" in listed or listed.count("\0") != count + 1
 
 
 def _check_name(path: str, name: str) -> None:

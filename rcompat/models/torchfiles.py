@@ -44,8 +44,7 @@ _NOT_OPERATORS = {"device", "dtype", "layout", "Size", "Tensor", "Generator", "m
 
 
 def read_zip(mz: ModelZip) -> ModelInfo:
-    names = mz.index  # a dict: membership without building a set of every member name again
-    listed = "\0" + "\0".join(names) + "\0"  # one text to search in C: no listed name holds a NUL
+    names, listed = mz.index, mz.listed  # a dict for membership; one text to search in C
     top = _top_folder(mz, listed)
     scripted = f"{top}constants.pkl" in names or f"\0{top}code/" in listed
     info = ModelInfo(mz.path, TORCHSCRIPT if scripted else TORCH_ZIP, mz.size)

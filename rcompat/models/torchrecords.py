@@ -99,7 +99,7 @@ def _read(data, what: str, root, pos: int, st: State) -> TorchRecords | None:
             st.count += 1
         else:
             break
-        if len(st.tensors) > _MAX_RECORDS or st.memo > MAX_MEMO:
+        if len(st.tensors) > _MAX_RECORDS or st.put_bytes // 2 > MAX_MEMO:
             raise Fallback    # near the walk's opcode or memo limit: it decides, before the records cost more
         n = 0
         while pos < end and data[pos] == 0x58 and n < limit:
@@ -129,8 +129,9 @@ def _record(data, pos: int, st: State) -> int:
         raise Fallback
     g = m.groups()
     record_puts = _PUTS(g)
-    st.puts.extend(filter(None, record_puts))
-    st.memo += len(record_puts) - record_puts.count(None)
+    packed = b"".join(filter(None, record_puts))
+    st.puts.append(packed)
+    st.put_bytes += len(packed)
     constants = _CONSTANTS(g)
     device = _constants(constants, st)
     if constants[0] is not None:   # in the order the pickle names them: rebuild, storage type, OrderedDict

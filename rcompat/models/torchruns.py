@@ -65,7 +65,8 @@ class State:
         self.locations: dict[bytes, str] = {}  # locations by their fetch
         self.keys: dict[bytes, str] = {}       # storage keys by the PUT that memoized them
         self.seen: dict[tuple, tuple] = {}     # (type fetch, size, shape, stride bytes) -> facts (see facts())
-        self.puts, self.memo, self.count = puts, len(puts), count   # PUT bytes in order; their number; opcodes
+        self.puts, self.count = puts, count   # PUT bytes in order; opcodes read
+        self.put_bytes = sum(map(len, puts))  # their length: at most twice the memo entries they make
         self.tensors: list[TensorInfo] = []
         self.storages: dict[str, tuple[str, int, str]] = {}       # key -> (dtype, numel, location)
         self.storage_dtype = storage_dtype
@@ -85,8 +86,12 @@ def run(data, pos: int, room: int, window: int, st: State) -> tuple[int, bool]:
     n = len(parts) // _WIDTH
     cols = [parts[i:n * _WIDTH:_WIDTH] for i in range(_WIDTH)]
     heads = cols[18]
-    k = min(heads.index(None) + 1 if None in heads else n, room)   # a record not followed by a name ends it
-    lengths = struct.unpack(f"<{k}I", data[pos + 1:start] + b"".join(heads[:k - 1])) if k else ()
+    k = min(n, room)
+    try:  # a record not followed by a name ends the run (only the last one is, where the run is whole)
+        lengths = struct.unpack(f"<{k}I", data[pos + 1:start] + b"".join(heads[:k - 1])) if k else ()
+    except TypeError:
+        k = heads.index(None) + 1
+        lengths = struct.unpack(f"<{k}I", data[pos + 1:start] + b"".join(heads[:k - 1]))
     got = tuple(map(len, cols[0][:k]))
     if lengths != got:  # a name its length field does not describe: the records before it
         k = next(i for i in range(k) if lengths[i] != got[i])
@@ -95,22 +100,23 @@ def run(data, pos: int, room: int, window: int, st: State) -> tuple[int, bool]:
     if k < n:
         cols = [c[:k] for c in cols]
     _check_constants(cols, st)
-    kinds, devices = list(map(st.kinds.get, cols[3])), list(map(st.locations.get, cols[7]))
-    if None in kinds or None in devices or bytes(map(len, cols[5])) != b"".join(cols[4]):
-        raise Fallback   # a fetch of anything but a known storage type or location; a key's length wrong
+    devices = _devices(cols[7], st)
+    if bytes(map(len, cols[5])) != b"".join(cols[4]):
+        raise Fallback   # a key its length field does not describe
     sizes = list(zip(cols[3], cols[8], cols[10], cols[12]))
     found = list(map(st.seen.get, sizes))
-    if None in found:
+    try:
+        dtypes, shapes, nbytes, numels, ops = zip(*found)
+    except TypeError:    # sizes not seen before (a None): decoded once each, then cached
         for i in [i for i, f in enumerate(found) if f is None]:
-            found[i] = st.seen.get(sizes[i]) or st.seen.setdefault(sizes[i], facts(kinds[i], *sizes[i][1:]))
-    dtypes, shapes, nbytes, numels, ops = zip(*found)
+            found[i] = st.seen.get(sizes[i]) or st.seen.setdefault(sizes[i], facts(_kind(cols[3][i], st), *sizes[i][1:]))
+        dtypes, shapes, nbytes, numels, ops = zip(*found)
     names = _texts(cols[0], "utf-8", "surrogatepass")
     keys = _texts(cols[5], "ascii", "strict")
     st.keys.update(zip(cols[6], keys))
     st.storages.update(zip(keys, zip(dtypes, numels, devices)))
     st.tensors.extend(map(_new, repeat(TensorInfo), zip(names, dtypes, shapes, nbytes, devices, repeat(False))))
-    st.puts.append(b"".join(filter(None, chain.from_iterable(zip(*(cols[i] for i in (1, 6, 9, 11, 13, 15, 16, 17)))))))
-    st.memo += 8 * k - cols[11].count(None) - cols[13].count(None)
+    st.put_bytes += _join_puts(cols, k, st.puts)
     st.count += sum(ops)
     if k == n:  # the window's end, less what follows the last record (less the next name's length, if read)
         return stop - len(parts[-1]) - (5 if heads[-1] is not None else 0), stop < len(data) and k < room
@@ -118,6 +124,40 @@ def run(data, pos: int, room: int, window: int, st: State) -> tuple[int, bool]:
     for name in cols[0][1:]:
         at = STEADY.match(data, at).end() + len(name)
     return STEADY.match(data, at).end() - (5 if heads[k - 1] is not None else 0), False
+
+
+def _kind(get: bytes, st: State) -> tuple:
+    kind = st.kinds.get(get)
+    if kind is None:
+        raise Fallback   # a fetch of anything but a storage type the records memoized
+    return kind
+
+
+def _devices(gets: list[bytes], st: State) -> list[str]:
+    """Each record's location, from its fetch: one lookup when they are all one (the usual checkpoint)."""
+    distinct = set(gets)
+    if len(distinct) == 1:
+        device = st.locations.get(distinct.pop())
+        if device is not None:
+            return [device] * len(gets)
+    devices = list(map(st.locations.get, gets))
+    if None in devices:
+        raise Fallback   # a fetch of anything but a location the records memoized
+    return devices
+
+
+def _join_puts(cols: list, k: int, puts: list[bytes]) -> int:
+    """The run's memo indices, in pickle's order (eight PUTs a record, fewer where a tuple is empty),
+    appended to `puts` as one bytes; how many bytes."""
+    order = [None] * (8 * k)
+    for at, col in enumerate((1, 6, 9, 11, 13, 15, 16, 17)):
+        order[at::8] = cols[col]
+    try:
+        packed = b"".join(order)
+    except TypeError:    # an empty shape or stride: no PUT there
+        packed = b"".join(filter(None, order))
+    puts.append(packed)
+    return len(packed)
 
 
 def _texts(raw: list[bytes], encoding: str, errors: str) -> list[str]:
