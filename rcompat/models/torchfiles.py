@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from itertools import repeat
-from operator import itemgetter, le, mul
+from operator import le, mul
 from typing import Any
 
 from rcompat.models.archive import ModelZip
@@ -67,12 +67,14 @@ def read_zip(mz: ModelZip) -> ModelInfo:
 def _check_storages(mz: ModelZip, folder: str, storages: dict[str, tuple[str, int, str]]) -> None:
     """Every storage has its member `folder + key`, holding at least its bytes: all at once in C (member
     indices, sizes, needs), then, only when one fails, the loop that names the first in order."""
-    found = list(map(mz.index.get, map(folder.__add__, storages)))
-    if None not in found:
-        kinds = storages.values()
-        needs = map(mul, map(itemgetter(1), kinds), map(ITEMSIZE.get, map(itemgetter(0), kinds), repeat(0)))
-        if all(map(le, needs, map(mz.file_sizes.__getitem__, found))):
-            return
+    if storages:
+        dtypes, numels, _ = zip(*storages.values())
+        needs = map(mul, numels, map(ITEMSIZE.get, dtypes, repeat(0)))
+        try:     # a storage without its member: file_sizes[None], a TypeError
+            if all(map(le, needs, map(mz.file_sizes.__getitem__, map(mz.index.get, map(folder.__add__, storages))))):
+                return
+        except TypeError:
+            pass
     for key, (dtype, numel, _) in storages.items():
         member = folder + key
         if member not in mz.index:
