@@ -106,11 +106,15 @@ def _read(data, what: str, root, pos: int, st: State) -> TorchRecords | None:
             if st.tensors:    # the constants are memoized: try a run (its first record matched first, cheaply)
                 name_end = pos + 5 + _U4(data, pos + 1)[0]
                 if STEADY.match(data, name_end) is not None:
-                    done = len(st.tensors)
+                    done, was = len(st.tensors), pos
                     pos, filled = run(data, pos, limit - n, window, st)
-                    n += len(st.tensors) - done
-                    window = window * 8 if filled else _WINDOW
-                    if len(st.tensors) > done:
+                    got = len(st.tensors) - done
+                    n += got
+                    # a run that filled its window: the next one looks 8x as far, but not much past what the
+                    # batch's remaining records take at this run's bytes per record (split scans it all)
+                    window = min(window * 8, (limit - n) * (pos - was) // got * 5 // 4 + _WINDOW) if filled \
+                        else _WINDOW
+                    if got:
                         continue
             pos = _record(data, pos, st)
             n += 1
