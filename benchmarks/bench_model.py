@@ -11,11 +11,12 @@ data.pkl is 7,691 opcodes. The in-process row times `read_model(path)` whole: op
 checked against their members, and every TensorInfo made (nothing is left lazy for the renderer);
 torch.load maps the file and builds 256 storages and tensors over it. CPU time, best of --repeat, the
 two calls alternating in one process (each finds the CPU caches the other left): 2026-12-05, load
-average 3.4-3.6, ~1.1-1.4 ms against ~14.7-15.8 ms (0.077-0.087x; the previous round's code, alternated
-with this one: 1.5-1.8 ms, 0.10-0.12x): the goal (0.05x) is missed. Wall time is what the rows
+average 3.4-6.2, ~1.1-1.4 ms against ~14.7-16.3 ms (0.077-0.086x; the previous round's code, alternated
+with this one: 1.6-1.8 ms, 0.10-0.11x): the goal (0.05x) is missed. On a loaded machine torch's wall
+time grows more than its CPU time, so the row (wall) can print 0.05x there: trust the CPU note. Wall time is what the rows
 record; the notes give both sides' CPU time. The second row runs both as a user would, each a fresh
-process, interpreter start-up and imports included: `rcompat model inspect FILE` (~61 ms of CPU)
-against `python -c "import torch; torch.load(...)"` (~1.6 s, most of it importing torch): ~0.038x.
+process, interpreter start-up and imports included: `rcompat model inspect FILE` (~61-65 ms of CPU)
+against `python -c "import torch; torch.load(...)"` (~1.6-1.7 s, most of it importing torch): ~0.038x.
 docs/models.md (Speed) says where the time goes and why the walk is not the C unpickler.
 
     .venv/bin/python benchmarks/bench_model.py [--repeat 25] [--mib 1024] [--processes 7]
