@@ -153,9 +153,10 @@ def _record(data, pos: int, st: State) -> int:
             st.seen[sizes] = tensor
     key = g[8]
     if key is not None:
+        st.flush_keys()
         key = st.keys[g[9]] = key.decode("ascii")
     else:
-        key = st.keys.get(_put_of(g[10]))
+        key = st.key(_put_of(g[10]))
         if key is None:
             raise Fallback
     st.storages[key] = (tensor[0], tensor[3], device)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 import struct
-from itertools import chain, repeat
+from itertools import repeat
 from typing import Any
 
 from rcompat.models.facts import TensorInfo
@@ -63,7 +63,8 @@ class State:
         self.fetch: dict[bytes, Any] = fetch   # BINGET/LONG_BINGET bytes -> a Global, 'storage', ('location', …)
         self.kinds: dict[bytes, tuple] = {}    # storage types by their fetch: (dtype, itemsize)
         self.locations: dict[bytes, str] = {}  # locations by their fetch
-        self.keys: dict[bytes, str] = {}       # storage keys by the PUT that memoized them
+        self.keys: dict[bytes, str] = {}       # storage keys by the PUT that memoized them (see key())
+        self.pending_keys: list[tuple] = []    # runs' (PUT column, key column), not yet in `keys`
         self.seen: dict[tuple, tuple] = {}     # (type fetch, size, shape, stride bytes) -> facts (see facts())
         self.puts, self.count = puts, count   # PUT bytes in order; opcodes read
         self.put_bytes = sum(map(len, puts))  # their length: at most twice the memo entries they make
@@ -71,6 +72,16 @@ class State:
         self.storages: dict[str, tuple[str, int, str]] = {}       # key -> (dtype, numel, location)
         self.storage_dtype = storage_dtype
         self.names: dict[str, None] = {g.dotted: None for g in fetch.values()}   # globals, in order
+
+    def key(self, put: bytes) -> "str | None":
+        """The storage key memoized by `put`; the runs' keys joined to `keys` first, in the order read."""
+        self.flush_keys()
+        return self.keys.get(put)
+
+    def flush_keys(self) -> None:
+        for puts, keys in self.pending_keys:
+            self.keys.update(zip(puts, keys))
+        self.pending_keys.clear()
 
 
 def same(fetched: Any, value: Any) -> bool:
@@ -103,21 +114,33 @@ def run(data, pos: int, room: int, window: int, st: State) -> tuple[int, bool]:
     devices = _devices(cols[7], st)
     if bytes(map(len, cols[5])) != b"".join(cols[4]):
         raise Fallback   # a key its length field does not describe
-    sizes = list(zip(cols[3], cols[8], cols[10], cols[12]))
-    found = list(map(st.seen.get, sizes))
-    try:
-        dtypes, shapes, nbytes, numels, ops = zip(*found)
-    except TypeError:    # sizes not seen before (a None): decoded once each, then cached
-        for i in [i for i, f in enumerate(found) if f is None]:
-            found[i] = st.seen.get(sizes[i]) or st.seen.setdefault(sizes[i], facts(_kind(cols[3][i], st), *sizes[i][1:]))
-        dtypes, shapes, nbytes, numels, ops = zip(*found)
     names = _texts(cols[0], "utf-8", "surrogatepass")
     keys = _texts(cols[5], "ascii", "strict")
-    st.keys.update(zip(cols[6], keys))
-    st.storages.update(zip(keys, zip(dtypes, numels, devices)))
-    st.tensors.extend(map(_new, repeat(TensorInfo), zip(names, dtypes, shapes, nbytes, devices, repeat(False))))
+    st.pending_keys.append((cols[6], keys))   # the dict by PUT is made only when a record alone fetches a key
+    sizes = (cols[3], cols[8], cols[10], cols[12])
+    first = (cols[3][0], cols[8][0], cols[10][0], cols[12][0])
+    if all(map(_uniform, sizes, first)):   # every record the same type and sizes (a stack of equal layers):
+        fact = st.seen.get(first) or st.seen.setdefault(first, facts(_kind(first[0], st), *first[1:]))
+        dtype, shape, size, numel, ops = fact   # one lookup; equality, not hashing, tells them the same
+        if type(devices) is str:
+            st.storages.update(zip(keys, repeat((dtype, numel, devices))))
+        else:
+            st.storages.update(zip(keys, zip(repeat(dtype), repeat(numel), devices)))
+        st.tensors.extend(map(_new, repeat(TensorInfo), zip(names, repeat(dtype), repeat(shape), repeat(size),
+                                                             _column(devices, k), repeat(False))))
+        st.count += ops * k
+    else:
+        sizes = list(zip(*sizes))
+        found = list(map(st.seen.get, sizes))
+        for i in [i for i, f in enumerate(found) if f is None]:   # sizes not seen before: decoded once each
+            found[i] = st.seen.get(sizes[i]) or st.seen.setdefault(sizes[i], facts(_kind(sizes[i][0], st), *sizes[i][1:]))
+        dtypes, shapes, nbytes, numels, ops = zip(*found)
+        if type(devices) is str:
+            devices = [devices] * k
+        st.storages.update(zip(keys, zip(dtypes, numels, devices)))
+        st.tensors.extend(map(_new, repeat(TensorInfo), zip(names, dtypes, shapes, nbytes, devices, repeat(False))))
+        st.count += sum(ops)
     st.put_bytes += _join_puts(cols, k, st.puts)
-    st.count += sum(ops)
     if k == n:  # the window's end, less what follows the last record (less the next name's length, if read)
         return stop - len(parts[-1]) - (5 if heads[-1] is not None else 0), stop < len(data) and k < room
     at = start + len(cols[0][0])  # the records before a name that is not one: found again, one by one
@@ -133,17 +156,30 @@ def _kind(get: bytes, st: State) -> tuple:
     return kind
 
 
-def _devices(gets: list[bytes], st: State) -> list[str]:
-    """Each record's location, from its fetch: one lookup when they are all one (the usual checkpoint)."""
-    distinct = set(gets)
-    if len(distinct) == 1:
-        device = st.locations.get(distinct.pop())
+def _devices(gets: list[bytes], st: State) -> "str | list[str]":
+    """Each record's location, from its fetch: one lookup, and the location itself, when they are all one
+    (the usual checkpoint); else the list."""
+    if _uniform(gets, gets[0]):
+        device = st.locations.get(gets[0])
         if device is not None:
-            return [device] * len(gets)
+            return device
     devices = list(map(st.locations.get, gets))
     if None in devices:
         raise Fallback   # a fetch of anything but a location the records memoized
     return devices
+
+
+def _column(devices: "str | list[str]", k: int):
+    return repeat(devices, k) if type(devices) is str else devices
+
+
+def _uniform(column: list, first) -> bool:
+    """Whether every item of `column` equals `first` (compared, not hashed: C-speed, no set built)."""
+    return column.count(first) == len(column)
+
+
+def _distinct(column: list):
+    return (column[0],) if _uniform(column, column[0]) else set(column)
 
 
 def _join_puts(cols: list, k: int, puts: list[bytes]) -> int:
@@ -171,11 +207,11 @@ def _texts(raw: list[bytes], encoding: str, errors: str) -> list[str]:
 def _check_constants(cols: list, st: State) -> None:
     """Each distinct fetch of the rebuild function and 'storage' (one item: GET MARK MARK GET), and of
     OrderedDict, is of what the records memoized as those."""
-    for both in set(cols[2]):
+    for both in _distinct(cols[2]):
         cut = 2 if both[0] == 0x68 else 5
         if not (same(st.fetch.get(both[:cut]), REBUILD) and same(st.fetch.get(both[cut + 2:]), "storage")):
             raise Fallback
-    for get in set(cols[14]):
+    for get in _distinct(cols[14]):
         if not same(st.fetch.get(get), ORDERED):
             raise Fallback
 
