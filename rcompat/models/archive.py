@@ -19,6 +19,7 @@ holds both readers to the same names, sizes and bytes.
 """
 from __future__ import annotations
 
+import io
 import re
 import struct
 import zipfile
@@ -64,6 +65,9 @@ class ModelZip:
     needs, `infos` all of them for whoever asks (zipfile's ZipInfos where zipfile read the directory)."""
 
     def __init__(self, fh: BinaryIO, size: int, path: str) -> None:
+        self._opened = fh   # kept: the buffered file closes its raw file when collected
+        if type(fh) is io.BufferedReader:  # seek and read as they come: a buffer would refill 8 KiB at each seek
+            fh = fh.raw
         self.path, self.size, self.fh, self._zip, self._infos = path, size, fh, None, None
         columns = _plain_directory(fh, size)
         if columns is None:

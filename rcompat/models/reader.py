@@ -24,15 +24,15 @@ _LEGACY_HEAD = b"\x80\x02\x8a\x0a"  # PROTO 2, LONG1 of 10 bytes: the legacy mag
 
 def read_model(path: "str | os.PathLike[str]") -> ModelInfo:
     p = Path(path)
-    if p.is_dir():
-        if (p / "saved_model.pb").is_file() or (p / "saved_model.pbtxt").is_file():
-            from rcompat.models.otherfiles import read_savedmodel
-
-            return read_savedmodel(p)
-        raise ModelFileError(f"{path}: a directory without saved_model.pb; not a SavedModel")
-    try:
+    try:  # opened first, a directory refused there: a file costs one stat, not two
         fh = open_mapped(p, "a model file")
     except InputRefused as why:
+        if p.is_dir():
+            if (p / "saved_model.pb").is_file() or (p / "saved_model.pbtxt").is_file():
+                from rcompat.models.otherfiles import read_savedmodel
+
+                return read_savedmodel(p)
+            raise ModelFileError(f"{path}: a directory without saved_model.pb; not a SavedModel") from None
         raise ModelFileError(f"cannot read model {path}: {why}") from None
     with fh:
         size = os.fstat(fh.fileno()).st_size

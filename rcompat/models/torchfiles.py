@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from itertools import repeat
-from operator import le, mul
+from operator import itemgetter, le, mul
 from typing import Any
 
 from rcompat.models.archive import ModelZip
@@ -56,7 +56,7 @@ def read_zip(mz: ModelZip) -> ModelInfo:
     facts, info.tensors, storages = read.facts, read.tensors, read.storages
     info.globals = facts.globals
     _check_storages(mz, f"{top}data/", storages)
-    info.devices = sorted({location for _, _, location in storages.values()})
+    info.devices = sorted(set(map(itemgetter(2), storages.values())))
     info.details = {"top_level": read.top_level, "storages": len(storages), "archive_folder": top.rstrip("/"),
                     "pickle_opcodes": facts.opcodes}
     if scripted:
@@ -66,13 +66,19 @@ def read_zip(mz: ModelZip) -> ModelInfo:
 
 def _check_storages(mz: ModelZip, folder: str, storages: dict[str, tuple[str, int, str]]) -> None:
     """Every storage has its member `folder + key`, holding at least its bytes: all at once in C (member
-    indices, sizes, needs), then, only when one fails, the loop that names the first in order."""
+    indices, sizes, needs; one need when every storage is alike, as in a stack of equal layers), then,
+    only when one fails, the loop that names the first in order."""
     if storages:
-        dtypes, numels, _ = zip(*storages.values())
-        needs = map(mul, numels, map(ITEMSIZE.get, dtypes, repeat(0)))
+        values = list(storages.values())
+        stored = map(mz.file_sizes.__getitem__, map(mz.index.get, map(folder.__add__, storages)))
         try:     # a storage without its member: file_sizes[None], a TypeError
-            if all(map(le, needs, map(mz.file_sizes.__getitem__, map(mz.index.get, map(folder.__add__, storages))))):
-                return
+            if values.count(values[0]) == len(values):   # compared, not hashed: equal tuples, one need
+                if min(stored) >= values[0][1] * ITEMSIZE.get(values[0][0], 0):
+                    return
+            else:
+                dtypes, numels, _ = zip(*values)
+                if all(map(le, map(mul, numels, map(ITEMSIZE.get, dtypes, repeat(0))), stored)):
+                    return
         except TypeError:
             pass
     for key, (dtype, numel, _) in storages.items():
