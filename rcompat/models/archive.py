@@ -42,10 +42,12 @@ _LOCATOR64 = struct.Struct("<4sLQL")               # ZIP64 end locator (20 bytes
 _END64 = struct.Struct("<4sQ2H2L4Q")               # ZIP64 end record (56 bytes): torch always writes one
 _FAST_FLAG_SET = frozenset((0, 0x0800, 0x0008, 0x0808))  # UTF-8 names, sizes in a data descriptor: nothing else
 # An entry's fixed part after its signature, no extra field nor comment (their lengths zero): what split
-# cuts the directory at, so the names are what lies between; _HEAD_FIELDS reads flags, method, CRC,
-# compressed and file size, name length and local header offset out of it.
+# cuts the directory at, so the names are what lies between; _HEAD_FIELDS reads flags, compressed and
+# file size, name length and local header offset out of it (method and CRC: only of a member read).
 _ENTRY_HEAD = re.compile(rb"PK\x01\x02(.{26}\0\0\0\0.{12})", re.DOTALL)
-_HEAD_FIELDS = "4xHH4xIIIH12xI"
+_HEAD_FIELDS = "4xH10xIIH12xI"
+_METHOD_CRC = struct.Struct("<6xH4xI")            # an entry head's method and CRC, for the members read
+_HEAD_SIZE = 42
 
 
 class Member(NamedTuple):
@@ -76,7 +78,8 @@ class ModelZip:
                        [i.compress_size for i in self._listed], [i.file_size for i in self._listed])
         else:
             self._listed = None
-        names, offsets, compressed, self.file_sizes, *self._rest = columns
+        names, offsets, compressed, self.file_sizes, *rest = columns
+        self._flags, self._heads = rest or (None, None)
         self.offsets, self.compressed = offsets, compressed
         if len(names) > MAX_MEMBERS:
             raise ModelFileError(f"{path}: {len(names):,} zip members; rcompat reads at most {MAX_MEMBERS:,}")
@@ -99,7 +102,8 @@ class ModelZip:
         i = self.index[name]
         if self._listed is not None:
             return self._listed[i]
-        return Member(name, self.offsets[i], self.compressed[i], self.file_sizes[i], *(col[i] for col in self._rest))
+        method, crc = _METHOD_CRC.unpack_from(self._heads, i * _HEAD_SIZE)
+        return Member(name, self.offsets[i], self.compressed[i], self.file_sizes[i], method, self._flags[i], crc)
 
     @property
     def infos(self) -> "dict[str, Member | zipfile.ZipInfo]":
@@ -154,8 +158,8 @@ class ModelZip:
 
 def _plain_directory(fh: BinaryIO, size: int) -> tuple | None:
     """The central directory of a plain archive (no ZIP64, no comments or extra fields, nothing before the
-    archive) as columns: names, offsets, compressed and file sizes, methods, flags, CRCs, as zipfile would
-    list them; None for anything else, which zipfile then reads. One split of the whole directory at its
+    archive) as columns: names, offsets, compressed and file sizes, flags, as zipfile would list them, and
+    the entries' fixed parts joined (each _HEAD_SIZE bytes: methods and CRCs are read from there); None for anything else, which zipfile then reads. One split of the whole directory at its
     entries' fixed parts and one struct call over them: no Python work per entry."""
     tail = _END.size + _LOCATOR64.size + _END64.size
     if size < tail:
@@ -179,8 +183,9 @@ def _plain_directory(fh: BinaryIO, size: int) -> tuple | None:
     if parts[0] or len(parts) != 2 * count + 1:
         return None   # bytes before the first entry, an entry with extra fields or a comment, a name holding a signature
     raw_names = parts[2::2]
-    fields = struct.unpack("<" + _HEAD_FIELDS * count, b"".join(parts[1::2]))
-    flags, methods, crcs, compressed, sizes, name_lengths, offsets = (fields[i::7] for i in range(7))
+    heads = b"".join(parts[1::2])
+    fields = struct.unpack("<" + _HEAD_FIELDS * count, heads)
+    flags, compressed, sizes, name_lengths, offsets = (fields[i::5] for i in range(5))
     if name_lengths != tuple(map(len, raw_names)) or not _FAST_FLAG_SET.issuperset(flags) \
             or 0xFFFFFFFF in compressed or 0xFFFFFFFF in sizes or 0xFFFFFFFF in offsets:
         return None
@@ -194,7 +199,7 @@ def _plain_directory(fh: BinaryIO, size: int) -> tuple | None:
             return None
         if any("\x00" in name for name in names):  # zipfile cuts a name at NUL: leave that reading to it
             return None
-    return names, offsets, compressed, sizes, methods, flags, crcs
+    return names, offsets, compressed, sizes, flags, heads
 
 
 def _read_stored(fh: BinaryIO, info: Member, size: int) -> bytes | None:
