@@ -12,8 +12,8 @@ checked against their members, and every TensorInfo made (nothing is left lazy f
 torch.load maps the file and builds 256 storages and tensors over it. Each side runs in blocks of
 --block calls, the blocks alternating (--rounds rounds, the order reversed each round), best of each side:
 each side is measured warm, as timeit measures it, while alternating by block still shares the machine's
-drift between them; call by call, each of rcompat's ~1 ms calls would start in the CPU caches torch.load's
-~15 ms call just filled (~0.3 ms more), which torch's call hardly feels, so the note also prints that
+drift between them; call by call, each of rcompat's ~0.8 ms calls would start in the CPU caches torch.load's
+~15 ms call just filled (~0.1-0.3 ms more), which torch's call hardly feels, so the note also prints that
 figure (--alternated pairs). The row records wall time, the note CPU time (on a loaded machine torch's
 wall time grows more than its CPU time: trust the CPU figures there). docs/models.md (Speed) has the
 numbers measured. The second row runs both as a user would, each a fresh
