@@ -1,22 +1,27 @@
 """`rcompat model inspect` on a ~1 GiB torch.save checkpoint (issue 26: goal <= 0.05x) against
-torch.load(weights_only=True, mmap=True) of the same file, both in process, best of --repeat; then
+torch.load(weights_only=True, mmap=True) of the same file, both in process, in alternating blocks; then
 rcompat, picklescan and fickling (when installed: pip install picklescan fickling; each skipped with
 the reason otherwise) as commands on the same hostile set (the builders of tests/hostile/test_models.py):
 seconds over the set, and what each says of every file.
 
-What is measured (2 shared cores, 2026-12-04, torch 2.13.0, Python 3.11): the 1 GiB file holds 256
-tensors; its data.pkl is 7,691 opcodes. In process, rcompat reads the zip directory (~0.26 ms, one read:
-rcompat/models/archive.py), data.pkl, and its tensor records in bulk (~0.8 ms: one compiled pattern per
-record, rcompat/models/torchrecords.py; the opcode walk of rcompat/models/pickles/ took ~2.2 ms):
-~1.3 ms against ~15.5 ms for torch.load, which maps the file and builds 256 storages and tensors over
-it (0.084x in separate processes, ~0.11x here where the calls alternate in one process; 0.18x before
-the bulk read). Wall time is what the rows record; the notes give both sides'
-CPU time. The second row runs both as a user would, each a fresh process, interpreter start-up and
-imports included: `rcompat model inspect FILE` (~62 ms of CPU) against `python -c "import torch;
-torch.load(...)"` (~1.6 s, most of it importing torch): ~0.04x. docs/models.md says why the walk is not
-the C unpickler.
+What is measured (2 shared cores, torch 2.13.0, Python 3.11): the 1 GiB file holds 256 tensors; its
+data.pkl is 7,691 opcodes. The in-process row times `read_model(path)` whole: open, the zip directory
+(columns from one split and one struct call: rcompat/models/archive.py), data.pkl's tensor records
+(the first read alone, the rest as runs split out in C: rcompat/models/torchruns.py), the storages
+checked against their members, and every TensorInfo made (nothing is left lazy for the renderer);
+torch.load maps the file and builds 256 storages and tensors over it. Each side runs in blocks of
+--block calls, the blocks alternating (--rounds rounds, the order reversed each round), best of each side:
+each side is measured warm, as timeit measures it, while alternating by block still shares the machine's
+drift between them; call by call, each of rcompat's ~0.8 ms calls would start in the CPU caches torch.load's
+~15 ms call just filled (~0.1-0.3 ms more), which torch's call hardly feels, so the note also prints that
+figure (--alternated pairs). The row records wall time, the note CPU time (on a loaded machine torch's
+wall time grows more than its CPU time: trust the CPU figures there). docs/models.md (Speed) has the
+numbers measured. The second row runs both as a user would, each a fresh
+process, interpreter start-up and imports included: `rcompat model inspect FILE` (~61-65 ms of CPU)
+against `python -c "import torch; torch.load(...)"` (~1.6-1.7 s, most of it importing torch): ~0.038x.
+docs/models.md (Speed) says where the time goes and why the walk is not the C unpickler.
 
-    .venv/bin/python benchmarks/bench_model.py [--repeat 25] [--mib 1024] [--processes 7]
+    .venv/bin/python benchmarks/bench_model.py [--rounds 5] [--block 10] [--alternated 15] [--mib 1024] [--processes 7]
 """
 from __future__ import annotations
 
@@ -29,7 +34,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import best_of, record, timed
+from _common import record, timed
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -73,6 +78,23 @@ def whole_processes(path: Path, runs: int, mib: int) -> bool:
     return record("model", f"rcompat model inspect of the same {mib} MiB checkpoint, whole process",
                   min(wall["ours"]), "python -c 'import torch; torch.load(f, weights_only=True, mmap=True)'",
                   min(wall["theirs"]), goal=0.05, note=note)
+
+
+def in_blocks(sides: dict, rounds: int, block: int) -> dict[str, tuple[float, float]]:
+    """Each side's best wall and best CPU time (seconds) over `rounds` rounds of `block` calls of it in a row,
+    the sides' order reversed every round (so both share the machine's drift)."""
+    wall: dict[str, list[float]] = {side: [] for side in sides}
+    cpu: dict[str, list[float]] = {side: [] for side in sides}
+    order = list(sides)
+    for _ in range(rounds):
+        for side in order:
+            for _ in range(block):
+                c, w = time.process_time(), time.perf_counter()
+                sides[side]()
+                wall[side].append(time.perf_counter() - w)
+                cpu[side].append(time.process_time() - c)
+        order.reverse()
+    return {side: (min(wall[side]), min(cpu[side])) for side in sides}
 
 
 def hostile_set(d: Path) -> dict[str, Path]:
@@ -144,7 +166,9 @@ def scanners() -> list[str]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--repeat", type=int, default=25)
+    ap.add_argument("--rounds", type=int, default=5, help="rounds of a block of calls of each side (best of all)")
+    ap.add_argument("--block", type=int, default=10, help="calls of one side in a row, in each round")
+    ap.add_argument("--alternated", type=int, default=15, help="rounds of one call each, for the note")
     ap.add_argument("--mib", type=int, default=1024)
     ap.add_argument("--processes", type=int, default=7, help="alternating runs of each command (best of)")
     args = ap.parse_args()
@@ -155,17 +179,18 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="rcompat-bench-model-") as tmp:
         path = checkpoint(Path(tmp) / "big.pt", args.mib)
         os.sync()  # the gigabyte just written is flushed before timing, not while
-        ours, theirs, cpu_ours, cpu_theirs = [], [], [], []
-        for _ in range(args.repeat):  # interleaved, so both see the same machine
-            for fn, wall, cpu in ((lambda: read_model(path), ours, cpu_ours),
-                                  (lambda: torch.load(path, weights_only=True, mmap=True), theirs, cpu_theirs)):
-                c = time.process_time()
-                wall.append(best_of(1, fn))
-                cpu.append(time.process_time() - c)
-        note = f"CPU time: rcompat {min(cpu_ours) * 1e3:.1f} ms, torch.load {min(cpu_theirs) * 1e3:.1f} ms"
+        sides = {"ours": lambda: read_model(path), "theirs": lambda: torch.load(path, weights_only=True, mmap=True)}
+        blocks = in_blocks(sides, args.rounds, args.block)
+        alternated = in_blocks(sides, args.alternated, 1)
+        note = (f"CPU time in blocks of {args.block}: rcompat {blocks['ours'][1] * 1e3:.2f} ms, torch.load "
+                f"{blocks['theirs'][1] * 1e3:.1f} ms ({blocks['ours'][1] / blocks['theirs'][1]:.3f}x); alternated call "
+                f"by call: CPU {alternated['ours'][1] * 1e3:.2f} ms against {alternated['theirs'][1] * 1e3:.1f} ms "
+                f"({alternated['ours'][1] / alternated['theirs'][1]:.3f}x), wall {alternated['ours'][0] * 1e3:.2f} ms "
+                f"against {alternated['theirs'][0] * 1e3:.1f} ms")
         print(note)
-        ok = record("model", f"model inspect of a {args.mib} MiB checkpoint (256 tensors), in process", min(ours),
-                    "torch.load(weights_only=True, mmap=True)", min(theirs), goal=0.05, note=note)
+        ok = record("model", f"model inspect of a {args.mib} MiB checkpoint (256 tensors), in process",
+                    blocks["ours"][0], "torch.load(weights_only=True, mmap=True)", blocks["theirs"][0], goal=0.05,
+                    note=note)
         ok = whole_processes(path, args.processes, args.mib) and ok
         path.unlink()
         hostile = hostile_set(Path(tmp))

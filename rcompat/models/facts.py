@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 MODEL_SCHEMA_VERSION = 1
 
@@ -27,8 +27,9 @@ ITEMSIZE = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "int64": 8,
             "uint64": 8, "float8_e4m3fn": 1, "float8_e5m2": 1, "qint8": 1, "quint8": 1, "qint32": 4}
 
 
-@dataclass
-class TensorInfo:
+class TensorInfo(NamedTuple):
+    """One tensor. A NamedTuple, not a dataclass: the bulk read (torchruns.py) makes hundreds at once with
+    tuple.__new__ over zipped columns, no Python call per tensor."""
     name: str
     dtype: str
     shape: tuple[int, ...] | None

@@ -1,7 +1,8 @@
 """`read_model(path)`: which format a file is (by its bytes, not its name) and its facts, read statically.
 
-A file is opened once through rcompat.inputs (regular files only, never a FIFO) and memory-mapped, so a
-multi-GB checkpoint costs its directory and pickle, not its storages. `find_models(paths)` expands
+A file is opened once through rcompat.inputs (regular files only, never a FIFO); a zip (torch.save,
+TorchScript, Keras) is read by its directory and the members asked for, anything else memory-mapped,
+so a multi-GB checkpoint costs its directory and pickle, not its storages. `find_models(paths)` expands
 directories: SavedModel directories are models themselves; elsewhere files with a model extension.
 """
 from __future__ import annotations
@@ -23,35 +24,41 @@ _LEGACY_HEAD = b"\x80\x02\x8a\x0a"  # PROTO 2, LONG1 of 10 bytes: the legacy mag
 
 def read_model(path: "str | os.PathLike[str]") -> ModelInfo:
     p = Path(path)
-    if p.is_dir():
-        if (p / "saved_model.pb").is_file() or (p / "saved_model.pbtxt").is_file():
-            from rcompat.models.otherfiles import read_savedmodel
-
-            return read_savedmodel(p)
-        raise ModelFileError(f"{path}: a directory without saved_model.pb; not a SavedModel")
-    try:
+    try:  # opened first, a directory refused there: a file costs one stat, not two
         fh = open_mapped(p, "a model file")
     except InputRefused as why:
+        if p.is_dir():
+            if (p / "saved_model.pb").is_file() or (p / "saved_model.pbtxt").is_file():
+                from rcompat.models.otherfiles import read_savedmodel
+
+                return read_savedmodel(p)
+            raise ModelFileError(f"{path}: a directory without saved_model.pb; not a SavedModel") from None
         raise ModelFileError(f"cannot read model {path}: {why}") from None
     with fh:
         size = os.fstat(fh.fileno()).st_size
         if size == 0:
             raise ModelFileError(f"{path}: an empty file, not a model")
+        head = fh.read(16)
+        if head.startswith(b"PK\x03\x04") or head.startswith(b"PK\x05\x06"):  # zips: directory and members read
+            return _read_zip(str(path), fh, size)                                # from the file, never mapped
         with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
-            return _read_mapped(str(path), fh, data, size)
+            return _read_mapped(str(path), head, data, size)
 
 
-def _read_mapped(path: str, fh, data: mmap.mmap, size: int) -> ModelInfo:
-    head = bytes(data[:16])
+def _read_zip(path: str, fh, size: int) -> ModelInfo:
+    mz = ModelZip(fh, size, path)
+    if "metadata.json" in mz and "config.json" in mz:
+        from rcompat.models.otherfiles import read_keras_zip
+
+        return read_keras_zip(mz)
+    from rcompat.models.torchfiles import read_zip
+
+    return read_zip(mz)
+
+
+def _read_mapped(path: str, head: bytes, data: mmap.mmap, size: int) -> ModelInfo:
     from rcompat.models import otherfiles
 
-    if head.startswith(b"PK\x03\x04") or head.startswith(b"PK\x05\x06"):
-        mz = ModelZip(fh, size, path)
-        if "metadata.json" in mz.infos and "config.json" in mz.infos:
-            return otherfiles.read_keras_zip(mz)
-        from rcompat.models.torchfiles import read_zip
-
-        return read_zip(mz)
     if head.startswith(_LEGACY_HEAD):
         from rcompat.models.torchfiles import read_legacy
 

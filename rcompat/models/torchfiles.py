@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from itertools import repeat
+from operator import itemgetter, le, mul
 from typing import Any
 
 from rcompat.models.archive import ModelZip
@@ -42,9 +44,8 @@ _NOT_OPERATORS = {"device", "dtype", "layout", "Size", "Tensor", "Generator", "m
 
 
 def read_zip(mz: ModelZip) -> ModelInfo:
-    listed = "\0" + "\0".join(mz.infos) + "\0"  # one text to search in C: no listed name holds a NUL
+    names, listed = mz.index, mz.listed  # a dict for membership; one text to search in C
     top = _top_folder(mz, listed)
-    names = mz.infos  # a dict: membership without building a set of every member name again
     scripted = f"{top}constants.pkl" in names or f"\0{top}code/" in listed
     info = ModelInfo(mz.path, TORCHSCRIPT if scripted else TORCH_ZIP, mz.size)
     for member in (f"{top}version", f"{top}.data/version"):
@@ -54,21 +55,40 @@ def read_zip(mz: ModelZip) -> ModelInfo:
     read = _read_data_pkl(mz, top, scripted)
     facts, info.tensors, storages = read.facts, read.tensors, read.storages
     info.globals = facts.globals
-    folder = f"{top}data/"
-    for key, (dtype, numel, _) in storages.items():
-        member = folder + key
-        stored = names.get(member)
-        if stored is None:
-            raise ModelFileError(f"{mz.path}: storage {key!r} has no member {member!r} (truncated or edited file)")
-        if numel * ITEMSIZE.get(dtype, 0) > stored.file_size:  # what nbytes(dtype, (numel,)) is, unknown dtypes 0
-            raise ModelFileError(f"{mz.path}: member {member!r} holds {stored.file_size} bytes, its "
-                                 f"storage needs {nbytes(dtype, (numel,))} (truncated member)")
-    info.devices = sorted({location for _, _, location in storages.values()})
+    _check_storages(mz, f"{top}data/", storages)
+    info.devices = sorted(set(map(itemgetter(2), storages.values())))
     info.details = {"top_level": read.top_level, "storages": len(storages), "archive_folder": top.rstrip("/"),
                     "pickle_opcodes": facts.opcodes}
     if scripted:
         info.operators = _operators(mz, top)
     return info
+
+
+def _check_storages(mz: ModelZip, folder: str, storages: dict[str, tuple[str, int, str]]) -> None:
+    """Every storage has its member `folder + key`, holding at least its bytes: all at once in C (member
+    indices, sizes, needs; one need when every storage is alike, as in a stack of equal layers), then,
+    only when one fails, the loop that names the first in order."""
+    if storages:
+        values = list(storages.values())
+        stored = map(mz.file_sizes.__getitem__, map(mz.index.get, map(folder.__add__, storages)))
+        try:     # a storage without its member: file_sizes[None], a TypeError
+            if values.count(values[0]) == len(values):   # compared, not hashed: equal tuples, one need
+                if min(stored) >= values[0][1] * ITEMSIZE.get(values[0][0], 0):
+                    return
+            else:
+                dtypes, numels, _ = zip(*values)
+                if all(map(le, map(mul, numels, map(ITEMSIZE.get, dtypes, repeat(0))), stored)):
+                    return
+        except TypeError:
+            pass
+    for key, (dtype, numel, _) in storages.items():
+        member = folder + key
+        if member not in mz.index:
+            raise ModelFileError(f"{mz.path}: storage {key!r} has no member {member!r} (truncated or edited file)")
+        stored = mz.file_sizes[mz.index[member]]
+        if numel * ITEMSIZE.get(dtype, 0) > stored:  # what nbytes(dtype, (numel,)) is, unknown dtypes 0
+            raise ModelFileError(f"{mz.path}: member {member!r} holds {stored} bytes, its "
+                                 f"storage needs {nbytes(dtype, (numel,))} (truncated member)")
 
 
 @dataclass
@@ -99,7 +119,7 @@ def _read_data_pkl(mz: ModelZip, top: str, scripted: bool) -> DataPickle:
     if not scripted:
         return read_pickle(mz.read(f"{top}data.pkl", MAX_PICKLE_BYTES), mz.path, f"{top}data.pkl")
     facts = walk(Window(mz.read(f"{top}data.pkl", MAX_PICKLE_BYTES)), what)
-    if f"{top}constants.pkl" in mz.infos:
+    if f"{top}constants.pkl" in mz:
         constants = walk(Window(mz.read(f"{top}constants.pkl", MAX_PICKLE_BYTES)), f"{mz.path}: constants.pkl")
         facts.globals += [g for g in constants.globals if g not in facts.globals]
         facts.persistent_ids.extend(constants.persistent_ids)

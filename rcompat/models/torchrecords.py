@@ -4,9 +4,11 @@ torch.save of `{name: tensor}` (a dict, or the OrderedDict of `module.state_dict
 protocol 2 and pickle's sequential memo, the same record for every tensor (pickletools.dis of a torch
 2.13 file): the name (BINUNICODE), then `_rebuild_tensor_v2((('storage', torch.XStorage, key, device,
 numel) as a persistent id, offset, shape, stride, False, OrderedDict()))`, each global, string and tuple
-memoized (BINPUT/LONG_BINPUT) or fetched again (BINGET/LONG_BINGET). `read` reads each name's length in
-Python and the rest of its record with one compiled pattern, in batches of at most 1,000 (pickle's own
-batch: MARK, records, SETITEMS; a lone record: SETITEM), then hands the rest of the pickle (STOP, or the
+memoized (BINPUT/LONG_BINPUT) or fetched again (BINGET/LONG_BINGET). `read` reads, in batches of at most
+1,000 (pickle's own batch: MARK, records, SETITEMS; a lone record: SETITEM), the first record, and any
+that memoizes something new, alone (its name's length in Python, the rest with one compiled pattern),
+and the records between them as runs (torchruns.py: one split per window, columns, no Python per
+record); then it hands the rest of the pickle (STOP, or the
 `_metadata` that state_dict() adds and BUILD) to the symbolic machine (pickles.walk) resumed in the state
 the records leave: the root, the memo of the globals, the opcode count.
 
@@ -29,47 +31,37 @@ from typing import Any, Callable
 from rcompat.models.errors import ModelFileError
 from rcompat.models.facts import ITEMSIZE, TensorInfo
 from rcompat.models.pickles import MAX_MEMO, MAX_OPCODES, Call, Dict, Global, PickleFacts, Resume, Window, walk
+from rcompat.models.torchruns import (GET, INT, PUT, STEADY, TUPLE_BODY, ORDERED, REBUILD, Fallback, State, facts,
+                                      run, same)
 
 BATCH = 1000                  # pickle's _BATCHSIZE: items per MARK … SETITEMS
 _MAX_RECORDS = MAX_OPCODES // 25  # a record is 25 opcodes or more (18, two empty tuples, 5 PUTs at least)
-_INT = rb"(?:K.|M..|J....|\x8a(?:\x05.{5}|\x06.{6}|\x07.{7}|\x08.{8}))"  # LONG1 as pickle writes it: 5..8 bytes
-_PUT = rb"(q.|r....)"
-_GET = rb"(h.|j....)"
-_TUPLE_BODY = rb"(" + _INT + rb"{1,3}[\x85-\x87]|\(" + _INT + rb"{4,64}t)"   # TUPLE1/2/3: _shape checks the count
 _KEY = b"|".join(bytes([n]) + b"\0\0\0" + rb"\d{%d}[qr]" % n for n in range(1, 10))   # str(int): torch's keys
 _RECORD = re.compile(
-    _PUT                                                                      # 1  the name, memoized
-    + rb"(?:ctorch\._utils\n_rebuild_tensor_v2\n" + _PUT + rb"|" + _GET + rb")"    # 2 3
+    PUT                                                                      # 1  the name, memoized
+    + rb"(?:ctorch\._utils\n_rebuild_tensor_v2\n" + PUT + rb"|" + GET + rb")"    # 2 3
     + rb"\(\("
-    + rb"(?:X\x07\0\0\0storage" + _PUT + rb"|" + _GET + rb")"                     # 4 5
-    + rb"(?:ctorch\n(\w{1,40}Storage)\n" + _PUT + rb"|" + _GET + rb")"            # 6 7 8
-    + rb"(?:X(?=" + _KEY + rb")....(\d+)" + _PUT + rb"|" + _GET + rb")"          # 9 10 11
-    + rb"(?:X([\x01-\x20]\0\0\0[\w:.\-]{1,32}?)" + _PUT + rb"|" + _GET + rb")"     # 12 13 14 (length: _constants)
-    + rb"(" + _INT + rb")t" + _PUT + rb"Q"                                       # 15 numel, 16
-    + _INT
-    + rb"(?:\)|" + _TUPLE_BODY + _PUT + rb")"                                     # 17 shape, 18
-    + rb"(?:\)|" + _TUPLE_BODY + _PUT + rb")"                                     # 19 stride, 20
+    + rb"(?:X\x07\0\0\0storage" + PUT + rb"|" + GET + rb")"                     # 4 5
+    + rb"(?:ctorch\n(\w{1,40}Storage)\n" + PUT + rb"|" + GET + rb")"            # 6 7 8
+    + rb"(?:X(?=" + _KEY + rb")....(\d+)" + PUT + rb"|" + GET + rb")"          # 9 10 11
+    + rb"(?:X([\x01-\x20]\0\0\0[\w:.\-]{1,32}?)" + PUT + rb"|" + GET + rb")"     # 12 13 14 (length: _constants)
+    + rb"(" + INT + rb")t" + PUT + rb"Q"                                       # 15 numel, 16
+    + INT
+    + rb"(?:\)|" + TUPLE_BODY + PUT + rb")"                                     # 17 shape, 18
+    + rb"(?:\)|" + TUPLE_BODY + PUT + rb")"                                     # 19 stride, 20
     + rb"[\x88\x89]"
-    + rb"(?:ccollections\nOrderedDict\n" + _PUT + rb"|" + _GET + rb")"            # 21 22
-    + rb"\)R" + _PUT + rb"t" + _PUT + rb"R" + _PUT,                               # 23 24 25
+    + rb"(?:ccollections\nOrderedDict\n" + PUT + rb"|" + GET + rb")"            # 21 22
+    + rb"\)R" + PUT + rb"t" + PUT + rb"R" + PUT,                               # 23 24 25
     re.DOTALL)
 _PUTS = itemgetter(0, 1, 3, 6, 9, 12, 15, 17, 19, 20, 22, 23, 24)       # the groups above, from 0
-_CONSTANTS = itemgetter(1, 2, 3, 4, 20, 21, 11, 12, 13)                  # rebuild, 'storage', device, OrderedDict
-_TENSOR = itemgetter(7, 14, 16, 18)                                      # storage type fetch, size, shape, stride
-_INT_ONE = re.compile(_INT, re.DOTALL)
-_U2 = struct.Struct("<H").unpack_from
+_CONSTANTS = itemgetter(1, 2, 3, 4, 20, 21, 11, 12, 13)                  # rebuild, 'storage', OrderedDict, location
 _U4 = struct.Struct("<I").unpack_from
-_I4 = struct.Struct("<i").unpack_from
 _PLAIN_TOP = b"\x80\x02}q\x00"
 _ORDERED_TOP = b"\x80\x02ccollections\nOrderedDict\nq\x00)Rq\x01"
-_REBUILD = Global("torch._utils", "_rebuild_tensor_v2")
-_ORDERED = Global("collections", "OrderedDict")
 _Q_PUTS = b"".join(b"q" + bytes([i]) for i in range(256))  # pickle's BINPUT 0..255, as it writes them
 _BYTES = bytes(range(256))
-
-
-class _Fallback(Exception):
-    """The rest of the pickle used what the records hold back: walk the whole pickle instead."""
+_WINDOW = 1024   # bytes a run first looks at; x8 each time a run reaches its window's end (so a pickle of
+                 # records that are each followed by one that is not costs at most 1 KiB of scanning each)
 
 
 @dataclass
@@ -84,104 +76,116 @@ def read(data, what: str, storage_dtype: Callable[[Any], str]) -> TorchRecords |
     if data[:5] == _PLAIN_TOP:
         root, pos, count, puts, fetch = Dict(), 5, 2, [b"q\x00"], {}        # PROTO EMPTY_DICT, and a PUT
     elif data[:len(_ORDERED_TOP)] == _ORDERED_TOP:                          # PROTO GLOBAL EMPTY_TUPLE REDUCE
-        root, pos, count = Call(_ORDERED, ()), len(_ORDERED_TOP), 4
-        puts, fetch = [b"q\x00", b"q\x01"], {b"h\x00": _ORDERED}
+        root, pos, count = Call(ORDERED, ()), len(_ORDERED_TOP), 4
+        puts, fetch = [b"q\x00", b"q\x01"], {b"h\x00": ORDERED}
     else:
         return None
     try:
-        return _read(data, what, storage_dtype, root, pos, count, puts, fetch)
-    except (_Fallback, struct.error, UnicodeDecodeError, ValueError):
+        return _read(data, what, root, pos, State(fetch, puts, count, storage_dtype))
+    except (Fallback, struct.error, UnicodeDecodeError, ValueError):
         return None
 
 
-def _read(data, what, storage_dtype, root, pos, count, puts, fetch) -> TorchRecords | None:  # noqa: C901
-    """The records' loop: per tensor, the name's length, one match, a tuple of groups, a few lookups."""
-    end = len(data)
-    names: dict[str, None] = {g.dotted: None for g in fetch.values()}
-    keys: dict[bytes, str] = {}       # storage keys by the PUT that memoized them
-    kinds: dict[bytes | None, tuple] = {}  # storage types by the fetch that reads them: (dtype, itemsize)
-    tensors: list[TensorInfo] = []
-    storages: dict[str, tuple[str, int, str]] = {}
-    # (storage type fetch, size, shape and stride bytes) -> (dtype, shape, nbytes, storage, opcodes): most
-    # records repeat one of a few, so one lookup stands for decoding them (cleared when the location changes)
-    seen: dict[tuple, tuple] = {}
-    steady = None                     # the constants' fetches once checked: most records repeat them
-    device = ""
-    match, extend, add = _RECORD.match, puts.extend, tensors.append
+def _read(data, what: str, root, pos: int, st: State) -> TorchRecords | None:
+    """The batches: in each, runs of steady records (torchruns.run) and, between them, a record alone."""
+    end, window = len(data), _WINDOW
     while pos < end:
         op = data[pos]
         if op == 0x28:        # MARK: a batch of records up to SETITEMS
             pos, closer, limit = pos + 1, 0x75, BATCH
-            count += 2        # MARK, SETITEMS
+            st.count += 2     # MARK, SETITEMS
         elif op == 0x58:      # a lone record, then SETITEM
             closer, limit = 0x73, 1
-            count += 1
+            st.count += 1
         else:
             break
-        if len(tensors) > _MAX_RECORDS or len(puts) > MAX_MEMO:
-            raise _Fallback   # near the walk's opcode or memo limit: it decides, before the records cost more
+        if len(st.tensors) > _MAX_RECORDS or st.put_bytes // 2 > MAX_MEMO:
+            raise Fallback    # near the walk's opcode or memo limit: it decides, before the records cost more
         n = 0
         while pos < end and data[pos] == 0x58 and n < limit:
-            start = pos + 5 + _U4(data, pos + 1)[0]
-            name = str(data[pos + 5:start], "utf-8", "surrogatepass")
-            m = match(data, start)
-            if m is None:
-                raise _Fallback
-            g = m.groups()
-            extend(_PUTS(g))
-            constants = _CONSTANTS(g)
-            if constants != steady:  # in the order the pickle names them: rebuild, storage type, OrderedDict
-                was, device = device, _constants(constants, fetch, device)
-                if device != was:
-                    seen.clear()
-                if constants[0] is not None:
-                    names.setdefault(_REBUILD.dotted, None)
-                if g[7] not in kinds:
-                    _kind(g, kinds, names, storage_dtype)
-                if constants[4] is not None:
-                    names.setdefault(_ORDERED.dotted, None)
-                if None not in (constants[1], constants[3], constants[5], constants[8]):
-                    steady = constants   # all fetched, and checked: a record repeating them needs no look
-            tensor = seen.get(_TENSOR(g))
-            if tensor is None:
-                tensor = _tensor(g, kinds, names, storage_dtype, device)
-                if g[7] is not None:     # a fetched storage type: the same bytes mean the same tensor facts
-                    seen[_TENSOR(g)] = tensor
-            key = g[8]
-            if key is not None:
-                key = keys[g[9]] = key.decode("ascii")
-            else:
-                key = keys.get(_put_of(g[10]))
-                if key is None:
-                    raise _Fallback
-            storages[key] = tensor[3]
-            add(TensorInfo(name, tensor[0], tensor[1], tensor[2], device, False))
-            count += tensor[4]
-            pos = m.end()
+            if st.tensors:    # the constants are memoized: try a run (its first record matched first, cheaply)
+                name_end = pos + 5 + _U4(data, pos + 1)[0]
+                if STEADY.match(data, name_end) is not None:
+                    done, was = len(st.tensors), pos
+                    pos, filled = run(data, pos, limit - n, window, st)
+                    got = len(st.tensors) - done
+                    n += got
+                    # a run that filled its window: the next one looks 8x as far, but not much past what the
+                    # batch's remaining records take at this run's bytes per record (split scans it all)
+                    window = min(window * 8, (limit - n) * (pos - was) // got * 5 // 4 + _WINDOW) if filled \
+                        else _WINDOW
+                    if got:
+                        continue
+            pos = _record(data, pos, st)
             n += 1
         if pos >= end or data[pos] != closer:
-            raise _Fallback
+            raise Fallback
         pos += 1
-    if not tensors:
-        return None
-    packed = b"".join(filter(None, puts))
+    return _rest(data, what, root, pos, st) if st.tensors else None
+
+
+def _record(data, pos: int, st: State) -> int:
+    """One record read alone (the first, or one that memoizes a new storage type or location): where it ends."""
+    start = pos + 5 + _U4(data, pos + 1)[0]
+    name = str(data[pos + 5:start], "utf-8", "surrogatepass")
+    m = _RECORD.match(data, start)
+    if m is None:
+        raise Fallback
+    g = m.groups()
+    record_puts = _PUTS(g)
+    packed = b"".join(filter(None, record_puts))
+    st.puts.append(packed)
+    st.put_bytes += len(packed)
+    constants = _CONSTANTS(g)
+    device = _constants(constants, st)
+    if constants[0] is not None:   # in the order the pickle names them: rebuild, storage type, OrderedDict
+        st.names.setdefault(REBUILD.dotted, None)
+    kind = st.kinds.get(g[7]) if g[7] is not None else _kind(g, st)
+    if kind is None:
+        raise Fallback
+    if constants[4] is not None:
+        st.names.setdefault(ORDERED.dotted, None)
+    sizes = (g[7], g[14], g[16], g[18])
+    tensor = st.seen.get(sizes) if g[7] is not None else None
+    if tensor is None:
+        tensor = facts(kind, g[14], g[16], g[18])
+        if g[7] is not None:     # a fetched storage type: the same bytes mean the same tensor facts
+            st.seen[sizes] = tensor
+    key = g[8]
+    if key is not None:
+        st.flush_keys()
+        key = st.keys[g[9]] = key.decode("ascii")
+    else:
+        key = st.key(_put_of(g[10]))
+        if key is None:
+            raise Fallback
+    st.storages[key] = (tensor[0], tensor[3], device)
+    st.tensors.append(TensorInfo(name, tensor[0], tensor[1], tensor[2], device, False))
+    st.count += tensor[4]
+    return m.end()
+
+
+def _rest(data, what: str, root, pos: int, st: State) -> TorchRecords:
+    """The memo indices checked against pickle's sequence, then the rest of the pickle walked from the
+    state the records leave."""
+    packed = b"".join(st.puts)
     if packed != _sequential_puts(len(packed)):
-        raise _Fallback   # a memo index out of pickle's sequence: a fetch might not mean what the records say
+        raise Fallback    # a memo index out of pickle's sequence: a fetch might not mean what the records say
     memo_size = len(packed) // 2 if len(packed) <= len(_Q_PUTS) else 256 + (len(packed) - len(_Q_PUTS)) // 5
-    count += memo_size + 18 * len(tensors)   # every PUT, and the 18 other opcodes of a record but its tuples'
+    count = st.count + memo_size + 18 * len(st.tensors)   # every PUT, and the 18 other opcodes of a record
     if count > MAX_OPCODES - 1 or memo_size > MAX_MEMO:
-        raise _Fallback   # the walk's limits decide
-    memo = _Withheld((int.from_bytes(get[1:], "little"), value) for get, value in fetch.items()
+        raise Fallback    # the walk's limits decide
+    memo = _Withheld((int.from_bytes(get[1:], "little"), value) for get, value in st.fetch.items()
                      if isinstance(value, Global))
     memo.update({1: root} if isinstance(root, Call) else {0: root})
     memo.size = memo_size
     try:
-        facts = walk(Window(data, pos), what, Resume([root], memo, names, count))
+        walked = walk(Window(data, pos), what, Resume([root], memo, st.names, count))
     except ModelFileError:
-        raise _Fallback from None
-    if facts.root is not root or (root.items if isinstance(root, Call) else root) or facts.persistent_ids:
-        raise _Fallback
-    return TorchRecords(facts, tensors, storages)
+        raise Fallback from None
+    if walked.root is not root or (root.items if isinstance(root, Call) else root) or walked.persistent_ids:
+        raise Fallback
+    return TorchRecords(walked, st.tensors, st.storages)
 
 
 class _Withheld(dict):
@@ -193,13 +197,13 @@ class _Withheld(dict):
 
     def __missing__(self, index):
         if isinstance(index, int) and 0 <= index < self.size:
-            raise _Fallback
+            raise Fallback
         raise KeyError(index)
 
     def __setitem__(self, index, value):
         inside = isinstance(index, int) and 0 <= index < self.size
         if inside and not dict.__contains__(self, index):
-            raise _Fallback
+            raise Fallback
         if not inside and not dict.__contains__(self, index):
             self.added += 1
         dict.__setitem__(self, index, value)
@@ -208,50 +212,36 @@ class _Withheld(dict):
         return self.size + self.added
 
 
-def _constants(constants: tuple, fetch: dict, device: str) -> str:
+def _constants(constants: tuple, st: State) -> str:
     """Check (or memoize) a record's rebuild function, 'storage', location and OrderedDict; the location."""
     rb_put, rb_get, st_put, st_get, od_put, od_get, dev, dev_put, dev_get = constants
-    for put, get, value in ((rb_put, rb_get, _REBUILD), (st_put, st_get, "storage"), (od_put, od_get, _ORDERED)):
+    fetch = st.fetch
+    for put, get, value in ((rb_put, rb_get, REBUILD), (st_put, st_get, "storage"), (od_put, od_get, ORDERED)):
         if get is None:
             fetch[_get_of(put)] = value
-        elif not _same(fetch.get(get), value):
-            raise _Fallback
+        elif not same(fetch.get(get), value):
+            raise Fallback
     if dev_get is None:
         if dev[0] != len(dev) - 4:
-            raise _Fallback
+            raise Fallback
         device = dev[4:].decode("ascii")
         fetch[_get_of(dev_put)] = ("location", device)
+        st.locations[_get_of(dev_put)] = device
         return device
     fetched = fetch.get(dev_get)
     if not (isinstance(fetched, tuple) and fetched[0] == "location"):
-        raise _Fallback
+        raise Fallback
     return fetched[1]
 
 
-def _same(fetched: Any, value: Any) -> bool:
-    return fetched is value if isinstance(value, Global) else type(fetched) is str and fetched == value
-
-
-def _tensor(g: tuple, kinds: dict, names: dict, storage_dtype: Callable[[Any], str], device: str) -> tuple:
-    """(dtype, shape, nbytes, (dtype, size, location), opcodes but PUTs) of a record, from its bytes."""
-    kind = kinds.get(g[7]) if g[7] is not None else _kind(g, kinds, names, storage_dtype)
-    if kind is None:
-        raise _Fallback
-    numel = _int(g[14])
-    if numel < 0:
-        raise _Fallback   # torchfiles._storages refuses it: the walk says so
-    shape, product, ops = _shape(g[16], g[18])
-    return kind[0], shape, None if kind[1] is None else product * kind[1], (kind[0], numel, device), ops
-
-
-def _kind(g: tuple, kinds: dict, names: dict, storage_dtype: Callable[[Any], str]) -> tuple[str, int | None]:
+def _kind(g: tuple, st: State) -> tuple[str, int | None]:
     """A storage type put by this record (GLOBAL torch.XStorage): its dtype and item size, for the fetches."""
     if g[5] is None:      # a fetch of something the records did not put as a storage type
-        raise _Fallback
+        raise Fallback
     kind = Global("torch", g[5].decode("ascii"))
-    names.setdefault(kind.dotted, None)
-    dtype = storage_dtype(kind)
-    kinds[_get_of(g[6])] = found = (dtype, ITEMSIZE.get(dtype))
+    st.names.setdefault(kind.dotted, None)
+    dtype = st.storage_dtype(kind)
+    st.kinds[_get_of(g[6])] = found = (dtype, ITEMSIZE.get(dtype))
     return found
 
 
@@ -281,34 +271,3 @@ def _sequential_puts(length: int) -> bytes:
             run += bytes([value & 0xFF]) * (min(stop, (value + 1) << shift) - max(first, value << shift))
         out[column::5] = run
     return _Q_PUTS + bytes(out)
-
-
-def _int(raw: bytes) -> int:
-    op = raw[0]
-    if op == 0x4B:
-        return raw[1]
-    if op == 0x4D:
-        return _U2(raw, 1)[0]
-    if op == 0x4A:
-        return _I4(raw, 1)[0]
-    return int.from_bytes(raw[2:], "little", signed=True)
-
-
-def _shape(shape_raw: bytes | None, stride_raw: bytes | None) -> tuple[tuple[int, ...], int, int]:
-    """(shape, its product, the opcodes of both tuples but their PUTs) from the tuples' bytes (None: `()`)."""
-    shape = tuple(_int(x) for x in _INT_ONE.findall(shape_raw)) if shape_raw else ()
-    if shape_raw and shape_raw[0] != 0x28 and len(shape) != shape_raw[-1] - 0x84:  # TUPLE1/2/3 of 1/2/3 ints
-        raise _Fallback
-    if stride_raw and stride_raw[0] != 0x28 and len(_INT_ONE.findall(stride_raw)) != stride_raw[-1] - 0x84:
-        raise _Fallback
-    numel = 1
-    for n in shape:
-        numel *= n
-    return shape, numel, _tuple_ops(shape_raw) + _tuple_ops(stride_raw)
-
-
-def _tuple_ops(raw: bytes | None) -> int:
-    if not raw:
-        return 1                                         # EMPTY_TUPLE
-    ints = len(_INT_ONE.findall(raw[1:] if raw[0] == 0x28 else raw))
-    return ints + (2 if raw[0] == 0x28 else 1)           # MARK … TUPLE, or TUPLE1/2/3

@@ -88,10 +88,10 @@ def test_the_one_scan_over_all_names_flags_every_name_the_check_refuses(name):
     refused = name in REFUSED
     with pytest.raises(ModelFileError) if refused else _no_error():
         _check_name("f", name)
-    infos = [Member(n, 0, 0, 0, 0, 0, 0) for n in ("archive/data.pkl", name, "archive/version")]
+    names = ["archive/data.pkl", name, "archive/version"]
     if refused:
-        assert _suspect_names(infos)
-    assert not _suspect_names([Member(n, 0, 0, 0, 0, 0, 0) for n in ("archive/data.pkl", "archive/data/0")])
+        assert _suspect_names(names)
+    assert not _suspect_names(["archive/data.pkl", "archive/data/0"])
 
 
 class _no_error:
@@ -115,3 +115,19 @@ def test_a_name_that_is_not_utf8_is_refused_as_zipfile_refuses_it(tmp_path):
         zipfile.ZipFile(bad)
     with pytest.raises(ModelFileError, match="truncated or corrupt zip"):
         _open(bad)
+
+
+def test_a_storage_without_its_member_is_refused_by_name(model_dir, tmp_path):
+    """The storages are checked against their members all at once; the one missing is still the one named."""
+    src = model_dir / "state_dict.pt"
+    with zipfile.ZipFile(src) as zf:
+        members = [n for n in zf.namelist() if "/data/" in n]
+        dropped = sorted(members)[-1]
+        cut = tmp_path / "cut.pt"
+        with zipfile.ZipFile(cut, "w") as out:
+            for info in zf.infolist():
+                if info.filename != dropped:
+                    out.writestr(info, zf.read(info))
+    key = dropped.rsplit("/", 1)[1]
+    with pytest.raises(ModelFileError, match=f"storage '{key}' has no member '{dropped}'"):
+        read_model(cut)

@@ -222,3 +222,53 @@ def test_a_file_saved_from_real_gpu_tensors_reads_the_same_in_bulk(tmp_path):
     assert assert_same(data_pkl(path)) is True
     info = read_model(path)
     assert info.devices == ["cpu", "cuda:0"] and [t.device for t in info.tensors] == ["cuda:0", "cuda:0", "cpu"]
+
+
+def _t(*sizes: int) -> tuple:
+    """A new tuple each time, as torch's tensor.size() is (a tuple literal is one object, which pickle
+    would memoize and fetch again: "a shape tuple fetched again")."""
+    return tuple(list(sizes))
+
+
+def _runs_file() -> bytes:
+    """Steady records interrupted by a new storage type, a new location and a key fetched again, a name
+    holding bytes the steady pattern looks for, 2,100 records in three batches (runs cut at 1,000)."""
+    float_storage = [_Storage(("storage", torch.FloatStorage, str(i), "cpu", 6)) for i in range(8)]
+    state = {f"a{i}": _Tensor(float_storage[i], _t(2, 3), _t(3, 1)) for i in range(4)}
+    state["long"] = _Tensor(_Storage(("storage", torch.LongStorage, "8", "cpu", 1)), _t(), _t())
+    state["gpu"] = _Tensor(_Storage(("storage", torch.FloatStorage, "9", "cuda:1", 6)), _t(6), _t(1))
+    state["tied"] = _Tensor(_Storage(("storage", torch.FloatStorage, float_storage[0].pid[2], "cpu", 6)), _t(6), _t(1))
+    # ^ a new id, as torch's persistent_id makes, with the first one's key string: fetched from the memo
+    state["q\x05h\x02((x"] = _Tensor(float_storage[5], _t(6), _t(1))   # a name that looks like a record's start
+    state.update({f"b{i}": _Tensor(_Storage(("storage", torch.FloatStorage, str(10 + i), "cpu", i)), _t(i), _t(1))
+                  for i in range(2100)})
+    return torch_like(state)
+
+
+def test_runs_of_steady_records_equal_the_walk_and_are_taken(monkeypatch):
+    from rcompat.models import torchruns
+
+    data = _runs_file()
+    taken = []
+    real = torchruns.run
+    monkeypatch.setattr(torchrecords, "run", lambda *a: taken.append(real(*a)) or taken[-1])
+    assert assert_same(data) is True
+    read = read_pickle(data, "t.pt")
+    assert [t.name for t in read.tensors][:9] == ["a0", "a1", "a2", "a3", "long", "gpu", "tied", "q\x05h\x02((x", "b0"]
+    assert read.storages["8"] == ("int64", 1, "cpu") and read.storages["9"] == ("float32", 6, "cuda:1")
+    assert len(read.tensors) == 2108 and len(taken) >= 4  # most records came in runs, not one by one
+    assert sum(1 for end, _ in taken) and any(filled for _, filled in taken)
+
+
+def test_every_one_byte_change_in_a_run_is_answered_as_the_walk_answers():
+    state = {f"w{i}": _Tensor(_Storage(("storage", torch.FloatStorage, str(i), "cpu", 4)), _t(4), _t(1))
+             for i in range(6)}
+    state["h"] = _Tensor(_Storage(("storage", torch.HalfStorage, "6", "cpu", 2)), _t(2), _t(1))
+    state.update({f"v{i}": _Tensor(_Storage(("storage", torch.FloatStorage, str(7 + i), "cpu", 1)), _t(1), _t(1))
+                  for i in range(4)})
+    data = torch_like(state)
+    in_bulk = 0
+    for i in range(len(data)):
+        for value in {data[i] ^ 1, 0x71, 0x00}:
+            in_bulk += assert_same(data[:i] + bytes([value]) + data[i + 1:])
+    assert in_bulk > 100
