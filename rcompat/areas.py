@@ -1,9 +1,10 @@
 """`rcompat doctor`: run every area's checks, each behind its own error boundary.
 
 An area is a module that exposes `AREA` (its name), `TITLE` and `CHECKS`, a list of functions
-`check(ctx) -> Iterable[Finding]`. Modules are named here as strings and imported only when their area
-runs, so `--only elf` never imports rpy2 or torch. A check that raises becomes an `error` finding and
-the other checks still run.
+`check(ctx) -> Iterable[Finding]`, and may expose `START`, functions `fact(ctx)` computing (through
+ctx.memo) the slow facts its checks will ask for, started before any area runs (start_early).
+Modules are named here as strings and imported only when their area runs, so `--only elf` never
+imports rpy2 or torch. A check that raises becomes an `error` finding and the other checks still run.
 
 Areas run concurrently in threads (their expensive parts are child processes: the R facts and
 verification children, the torch child, the race trial); facts several areas need are computed once
@@ -150,7 +151,7 @@ def run_doctor(areas: Iterable[str] | None = None, timeout: float | None = None,
 
     order = sorted(chosen, key=lambda a: START_ORDER.index(a) if a in START_ORDER else len(START_ORDER))
     try:
-        _run_areas(chosen, order, jobs, run_one, stopping, use_cache)
+        _run_areas(chosen, order, jobs, run_one, stopping, use_cache, ctx)
     except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM: the report of what finished, then the interrupt
         stopping.set()
         raise DoctorInterrupted(_report(chosen, ctx, results, timings, exc), exc) from None
@@ -166,8 +167,35 @@ class DoctorInterrupted(KeyboardInterrupt):
         self.signum = getattr(cause, "signum", signal.SIGINT)
 
 
+def start_early(order: list[str], ctx: Context) -> list[threading.Thread]:
+    """Each area's START(ctx) facts, in `order` (the slowest first), each in a thread of its own that
+    computes it through ctx.memo, before any area thread starts: the run's long children (the race
+    trial, reticulate's discovery) start at once, one after the other, rather than after the area
+    threads' imports and the elf area's work in this process have had their turn. The checks that
+    ask for these facts wait for the same memo, so every fact is still computed once."""
+    started = []
+    for area in order:
+        try:
+            facts = getattr(importlib.import_module(AREA_MODULES.get(area) or DEEP_AREAS[area]), "START", ())
+        except Exception:  # noqa: BLE001 - the area's own thread reports <AREA>-LOAD
+            continue
+        for produce in facts:
+            thread = threading.Thread(target=_quietly, args=(produce, ctx), name=f"rcompat-start-{area}",
+                                      daemon=True)
+            thread.start()
+            started.append(thread)
+    return started
+
+
+def _quietly(produce: Callable[[Context], Any], ctx: Context) -> None:
+    try:
+        produce(ctx)
+    except Exception:  # noqa: BLE001 - kept in the memo: the check that asks reports it
+        pass
+
+
 def _run_areas(chosen: list[str], order: list[str], jobs: int, run_one: Callable[[str], None],
-               stopping: threading.Event, use_cache: bool) -> None:
+               stopping: threading.Event, use_cache: bool, ctx: Context) -> None:
     from concurrent.futures import ThreadPoolExecutor
 
     with cache.bypassed(not use_cache):
@@ -177,9 +205,11 @@ def _run_areas(chosen: list[str], order: list[str], jobs: int, run_one: Callable
         else:
             try:
                 with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="rcompat-area") as pool:
-                    futures = [pool.submit(run_one, area) for area in order]
+                    futures = []
                     try:
                         with children_stopped_on_interrupt():  # Ctrl-C: the area threads' children too
+                            start_early(order, ctx)
+                            futures += [pool.submit(run_one, area) for area in order]
                             for future in futures:
                                 future.result()
                     except BaseException:

@@ -222,6 +222,7 @@ def check_device(ctx) -> Iterable[Finding]:
 
 CHECKS = [check_driver, check_gpus, check_torch, check_torch_arch, check_libs, check_rtorch, check_matrix,
           check_device]
+START = (torch_facts,)  # NVML's child, then the torch child unless the race trial's serves
 for _fn, _id in zip(CHECKS, ("CUDA-DRIVER", "CUDA-GPU", "CUDA-TORCH", "CUDA-TORCH-ARCH", "CUDA-LIBS",
                              "CUDA-RTORCH", "CUDA-MATRIX", "CUDA-DEVICE")):
     _fn.check_id = _id
