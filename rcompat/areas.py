@@ -168,11 +168,17 @@ class DoctorInterrupted(KeyboardInterrupt):
 
 
 def start_early(order: list[str], ctx: Context) -> list[threading.Thread]:
-    """Each area's START(ctx) facts, in `order` (the slowest first), each in a thread of its own that
+    """Each area's START facts, in `order` (the slowest first), each in a thread of its own that
     computes it through ctx.memo, before any area thread starts: the run's long children (the race
     trial, reticulate's discovery) start at once, one after the other, rather than after the area
     threads' imports and the elf area's work in this process have had their turn. The checks that
-    ask for these facts wait for the same memo, so every fact is still computed once."""
+    ask for these facts wait for the same memo, so every fact is still computed once.
+
+    The first of them (the race trial when it is in the run) is the run's critical path; every later
+    one runs at BACKGROUND_NICE, its children too (Linux keeps a nice value per thread, and threads
+    and processes inherit it from the thread that starts them), so where CPUs are fewer than the
+    run's children (2 CPUs: the trial, discovery, this process's ELF reading) the trial is not the
+    one kept waiting. Where CPUs are free the nice value changes nothing."""
     started = []
     for area in order:
         try:
@@ -180,14 +186,24 @@ def start_early(order: list[str], ctx: Context) -> list[threading.Thread]:
         except Exception:  # noqa: BLE001 - the area's own thread reports <AREA>-LOAD
             continue
         for produce in facts:
-            thread = threading.Thread(target=_quietly, args=(produce, ctx), name=f"rcompat-start-{area}",
-                                      daemon=True)
+            nice = BACKGROUND_NICE if started else 0
+            thread = threading.Thread(target=_quietly, args=(produce, ctx, nice), daemon=True,
+                                      name=f"rcompat-start-{area}")
             thread.start()
             started.append(thread)
     return started
 
 
-def _quietly(produce: Callable[[Context], Any], ctx: Context) -> None:
+# CFS weighs a nice-5 task at about a third of a nice-0 one (kernel/sched/core.c, sched_prio_to_weight).
+BACKGROUND_NICE = 5
+
+
+def _quietly(produce: Callable[[Context], Any], ctx: Context, nice: int) -> None:
+    if nice:
+        try:
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), nice)  # this thread only
+        except (OSError, AttributeError):  # not Linux, or not allowed: the same work at the same priority
+            pass
     try:
         produce(ctx)
     except Exception:  # noqa: BLE001 - kept in the memo: the check that asks reports it

@@ -67,10 +67,13 @@ def _resolve_python_torch(ctx) -> None:
     from rcompat.elf.link.cxx_abi import resolution_build_facts
     from rcompat.elf.targets import python_torch
 
-    fw = python_torch()
-    for role in TARGET_ROLES if fw is not None else ():
-        if role in fw.libraries:
-            resolution_build_facts(_missing_report(ctx, fw, fw.libraries[role]).resolution)
+    def produce() -> None:
+        fw = python_torch()
+        for role in TARGET_ROLES if fw is not None else ():
+            if role in fw.libraries:
+                resolution_build_facts(_missing_report(ctx, fw, fw.libraries[role]).resolution)
+
+    ctx.memo("elf.python_torch", produce)
 
 
 # Each check gives one finding per framework, its id carrying the framework (ELF-DEPS-PYTORCH,
@@ -278,3 +281,4 @@ for _fn, _id in ((check_coload, "ELF-COLOAD"), (check_deps, "ELF-DEPS"), (check_
     _fn.check_id = _id  # type: ignore[attr-defined]
 
 CHECKS = [check_deps, check_undefined, check_cxx_abi, check_glibcxx, check_duplicate_runtime, check_coload]
+START = (_resolve_python_torch,)  # reading in this process: it yields to the trial (rcompat.areas.start_early)
