@@ -22,7 +22,7 @@ from typing import Any, Callable, Iterable
 
 from rcompat import cache
 from rcompat.errors import UsageError
-from rcompat.isolate import allow_children, children_stopped_on_interrupt
+from rcompat.isolate import allow_children, children_started, children_stopped_on_interrupt, wait_for_next_child
 from rcompat.model import Finding, Report, Status, share_duration
 from rcompat.progress import Progress, disabled
 
@@ -189,9 +189,15 @@ def start_early(order: list[str], ctx: Context) -> list[threading.Thread]:
             nice = BACKGROUND_NICE if started else 0
             thread = threading.Thread(target=_quietly, args=(produce, ctx, nice), daemon=True,
                                       name=f"rcompat-start-{area}")
+            count = children_started()
             thread.start()
+            if not started:  # the first one's child starts first (its imports take a few ms)
+                wait_for_next_child(count, thread, FIRST_CHILD_WAIT_S)
             started.append(thread)
     return started
+
+
+FIRST_CHILD_WAIT_S = 2.0  # a bound only: the trial's child starts some 40 ms after its thread
 
 
 # CFS weighs a nice-5 task at about a third of a nice-0 one (kernel/sched/core.c, sched_prio_to_weight).

@@ -1,0 +1,62 @@
+"""What a cold doctor starts, counted (issue 31): one race trial child, started first and at the
+normal priority (it embeds R and imports torch, and serves the r and cuda areas' R and torch facts),
+one Rscript for reticulate's discovery, loaded lean and started at BACKGROUND_NICE like the other
+early facts' children; no rpy2 worker, no torch child, and no child started twice."""
+from __future__ import annotations
+
+import importlib
+import os
+import threading
+
+import pytest
+
+doctor = importlib.import_module("rcompat.areas")  # the module, not the rcompat.doctor() function
+
+
+@pytest.fixture
+def children(monkeypatch) -> list[dict]:
+    """Every child the run starts (rcompat.isolate._run is the one place that starts them): its argv
+    and the nice value of the thread that started it, which the child inherits."""
+    from rcompat import isolate
+
+    seen: list[dict] = []
+    real = isolate._run
+
+    def spy(argv, *args, **kwargs):
+        seen.append({"argv": [str(a) for a in argv],
+                     "nice": os.getpriority(os.PRIO_PROCESS, threading.get_native_id())})
+        return real(argv, *args, **kwargs)
+
+    monkeypatch.setattr(isolate, "_run", spy)
+    return seen
+
+
+def _named(children: list[dict], *parts: str) -> list[dict]:
+    """The children whose argv holds each of `parts` as a whole argument or as an argument's file name."""
+    return [c for c in children if all(any(p in (a, os.path.basename(a)) for a in c["argv"]) for p in parts)]
+
+
+def test_a_cold_doctor_starts_each_slow_child_once_the_trial_first(r_and_torch, children):
+    report = doctor.run_doctor(None, options={"r_verify": False}, use_cache=False)
+    statuses = {f.id: f.status.value for f in report.findings}
+    assert statuses["RACE-SERIALIZED"] == statuses["R-VERSION"] == statuses["CUDA-TORCH"] == "ok", statuses
+
+    trial = _named(children, "rcompat.race.worker")
+    assert len(trial) == 1 and children[0] is trial[0], [c["argv"][-3:] for c in children]
+    assert _named(children, "rcompat.r.worker") == [] and _named(children, "rcompat.cuda.torch_child") == []
+    assert "race trial" in report.facts["r"]["rpy2"]["via"]  # R's facts came from the trial's R
+
+    # R started once more, by one lean discovery child (R's core facts came from the trial's R)
+    assert [c["argv"][-3:] for c in _named(children, "r_facts.R")] == [["reticulate", "discover", "lean"]]
+    # the trial keeps its priority; the early facts after it (discovery, the compiler probe, NVML) yield
+    assert trial[0]["nice"] == 0
+    later = _named(children, "r_facts.R") + _named(children, "CMD", "config") + _named(children, "rcompat.cuda.nvml_child")
+    assert later and {c["nice"] for c in later} == {doctor.BACKGROUND_NICE}, [(c["argv"][-2:], c["nice"]) for c in later]
+    assert len({tuple(c["argv"]) for c in children if "c17" not in " ".join(c["argv"])}) == \
+        len([c for c in children if "c17" not in " ".join(c["argv"])]), "a child was started twice"
+
+
+def test_with_one_job_nothing_is_started_early_or_niced(r_and_torch, children):
+    doctor.run_doctor(["r", "race"], options={"r_verify": False}, use_cache=False, jobs=1)
+    assert {c["nice"] for c in children} == {0}
+    assert len(_named(children, "rcompat.race.worker")) == 1 and _named(children, "rcompat.r.worker") == []
