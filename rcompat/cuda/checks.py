@@ -14,6 +14,8 @@ from __future__ import annotations
 from typing import Iterable
 
 from rcompat.cuda.facts import CudaFacts, gather
+from rcompat.cuda.libs import LibraryScan, scan, search_locations
+from rcompat.cuda.torch_probe import torch_distribution
 from rcompat.cuda.nvml import NvmlFacts, probe_nvml
 from rcompat.r.checks import shared_r_facts
 from rcompat.model import Finding, Status
@@ -42,11 +44,26 @@ def torch_facts(ctx) -> dict:
                                                               shared=from_race_trial))
 
 
+def early_libraries(ctx) -> tuple[list[dict[str, str]], LibraryScan]:
+    """(places, the CUDA libraries in them) for every place but R torch's own, which only R's facts
+    name: scanned without waiting for R. cuda_facts takes this scan when R torch adds no place."""
+    def produce() -> tuple[list[dict[str, str]], LibraryScan]:
+        dist = torch_distribution()
+        places = search_locations(torch_location=dist["location"] if dist else None)
+        return places, scan(places)
+
+    return ctx.memo("cuda.libraries.early", produce)
+
+
 def cuda_facts(ctx) -> CudaFacts:
+    def scanned(places: list[dict[str, str]]) -> LibraryScan:
+        early_places, early = early_libraries(ctx)
+        return early if places == early_places else scan(places)
+
     def produce() -> CudaFacts:
         torch = torch_facts(ctx)  # first: the torch child runs while the r area is still probing R
         facts = gather(nvml_facts=nvml_facts(ctx), timeout=ctx.timeout, r_facts=shared_r_facts(ctx),
-                       with_torch=False)
+                       with_torch=False, scanned=scanned)
         facts.torch = torch
         ctx.facts["cuda"] = facts.to_dict()
         return facts
@@ -222,7 +239,7 @@ def check_device(ctx) -> Iterable[Finding]:
 
 CHECKS = [check_driver, check_gpus, check_torch, check_torch_arch, check_libs, check_rtorch, check_matrix,
           check_device]
-START = (torch_facts,)  # NVML's child, then the torch child unless the race trial's serves
+START = (torch_facts, early_libraries)  # NVML's child, the torch child unless the race trial's serves
 for _fn, _id in zip(CHECKS, ("CUDA-DRIVER", "CUDA-GPU", "CUDA-TORCH", "CUDA-TORCH-ARCH", "CUDA-LIBS",
                              "CUDA-RTORCH", "CUDA-MATRIX", "CUDA-DEVICE")):
     _fn.check_id = _id
