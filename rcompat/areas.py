@@ -59,7 +59,7 @@ class Context:
         self.areas: tuple[str, ...] = ()  # the areas of this run (run_doctor): who may share a fact
         self.facts: dict[str, Any] = {}
         self._memo: dict[str, _Memo] = {}
-        self._lock = threading.Lock()
+        self._lock = threading.Condition()  # notified when a thread claims a fact (wait_for_claim)
 
     def put(self, key: str, value: Any) -> None:
         """Give the run a fact computed elsewhere (facts R passes in, a test's fixture)."""
@@ -76,6 +76,7 @@ class Context:
             owner = entry is None
             if owner:
                 entry = self._memo[key] = _Memo(threading.get_ident())
+                self._lock.notify_all()
         if owner:
             try:
                 entry.value = producer()
@@ -91,6 +92,17 @@ class Context:
             raise entry.value if isinstance(entry.value, Exception) else RuntimeError(
                 f"fact {key!r} was not computed: its probe was interrupted")
         return entry.value
+
+    def wait_for_claim(self, thread: threading.Thread, timeout: float) -> None:
+        """Until `thread` computes a fact through memo (or has ended), at most `timeout` seconds: a
+        START thread then owns its fact, whichever area thread asks for it next."""
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            while thread.is_alive() and not any(e.owner == thread.ident for e in self._memo.values()):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return
+                self._lock.wait(min(left, 0.01))  # a thread ending does not notify: look again soon
 
 
 class _Memo:
@@ -192,12 +204,14 @@ def start_early(order: list[str], ctx: Context) -> list[threading.Thread]:
             count = children_started()
             thread.start()
             if not started:  # the first one's child starts first (its imports take a few ms)
-                wait_for_next_child(count, thread, FIRST_CHILD_WAIT_S)
+                wait_for_next_child(count, thread, START_WAIT_S)
+            else:  # the others own their facts before any area thread can ask for them
+                ctx.wait_for_claim(thread, START_WAIT_S)
             started.append(thread)
     return started
 
 
-FIRST_CHILD_WAIT_S = 2.0  # a bound only: the trial's child starts some 40 ms after its thread
+START_WAIT_S = 2.0  # a bound only: the trial's child starts some 40 ms after its thread, a claim at once
 
 
 # CFS weighs a nice-5 task at about a third of a nice-0 one (kernel/sched/core.c, sched_prio_to_weight).

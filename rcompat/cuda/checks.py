@@ -33,15 +33,17 @@ def nvml_facts(ctx) -> NvmlFacts:
 def torch_facts(ctx) -> dict:
     """The torch child's facts, once per run for every torch question (CUDA-TORCH, the matrix, the
     device choice), and from the cache between runs (rcompat.cuda.torch_cache)."""
-    from rcompat.cuda.torch_cache import cached_probe_torch
-
     def from_race_trial():  # the race area's trial child imports torch too: it answers for both
         from rcompat.race.checks import trial_torch_facts
 
         return trial_torch_facts(ctx)
 
-    return ctx.memo("torch.facts", lambda: cached_probe_torch(nvml_facts(ctx), timeout=ctx.timeout,
-                                                              shared=from_race_trial))
+    def produce() -> dict:
+        from rcompat.cuda.torch_cache import cached_probe_torch
+
+        return cached_probe_torch(nvml_facts(ctx), timeout=ctx.timeout, shared=from_race_trial)
+
+    return ctx.memo("torch.facts", produce)
 
 
 def early_libraries(ctx) -> tuple[list[dict[str, str]], LibraryScan]:

@@ -64,10 +64,10 @@ def _resolve_python_torch(ctx) -> None:
     """Python torch's libraries need no R facts: resolve them, and read how each library of their
     closures was built (check_cxx_abi's facts, kept by rcompat.elf.read.build), while the r area is
     still probing R (frameworks() waits for R, for R torch's libraries), so little is left for after."""
-    from rcompat.elf.link.cxx_abi import resolution_build_facts
-    from rcompat.elf.targets import python_torch
-
     def produce() -> None:
+        from rcompat.elf.link.cxx_abi import resolution_build_facts
+        from rcompat.elf.targets import python_torch
+
         fw = python_torch()
         for role in TARGET_ROLES if fw is not None else ():
             if role in fw.libraries:
