@@ -190,13 +190,15 @@ def children_started() -> int:
         return _started
 
 
-def wait_for_next_child(count: int, thread: threading.Thread, timeout: float) -> None:
-    """Until a child beyond the first `count` has started, `thread` has ended, or `timeout` seconds:
-    the doctor's start_early lets its first fact's thread start that fact's child before any other."""
+def wait_for_next_child(count: int, thread: threading.Thread, timeout: float) -> bool:
+    """Until a child beyond the first `count` has started, `thread` has ended, or `timeout` seconds;
+    whether a child started: the doctor's start_early lets its first fact's thread start that fact's
+    child before any other."""
     deadline = time.monotonic() + timeout
     with _live_lock:
         while _started <= count and thread.is_alive() and (left := deadline - time.monotonic()) > 0:
             _live_lock.wait(min(left, 0.01))  # a thread ending does not notify: look again soon
+        return _started > count
 _stopping = threading.Event()
 
 

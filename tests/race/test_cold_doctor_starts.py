@@ -60,3 +60,13 @@ def test_with_one_job_nothing_is_started_early_or_niced(r_and_torch, children):
     doctor.run_doctor(["r", "race"], options={"r_verify": False}, use_cache=False, jobs=1)
     assert {c["nice"] for c in children} == {0}
     assert len(_named(children, "rcompat.race.worker")) == 1 and _named(children, "rcompat.r.worker") == []
+
+
+def test_with_the_trial_from_the_cache_nothing_is_niced(r_and_torch, children, tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    doctor.run_doctor(["r", "race"], options={"r_verify": False})  # runs the trial, fills the cache
+    children.clear()
+    report = doctor.run_doctor(["r", "race"], options={"r_verify": False})
+    assert _named(children, "rcompat.race.worker") == [] and children, children  # bound Python's child ran
+    assert {c["nice"] for c in children} == {0}
+    assert {f.id: f.status.value for f in report.findings}["RACE-SERIALIZED"] == "ok"
