@@ -31,6 +31,11 @@ def children(monkeypatch) -> list[dict]:
     return seen
 
 
+def _rscript_facts(children: list[dict]) -> list[dict]:
+    """The Rscript children running r_facts.R (the rpy2 worker gets the script's path too)."""
+    return [c for c in children if os.path.basename(c["argv"][0]) == "Rscript" and _named([c], "r_facts.R")]
+
+
 def _named(children: list[dict], *parts: str) -> list[dict]:
     """The children whose argv holds each of `parts` as a whole argument or as an argument's file name."""
     return [c for c in children if all(any(p in (a, os.path.basename(a)) for a in c["argv"]) for p in parts)]
@@ -47,10 +52,10 @@ def test_a_cold_doctor_starts_each_slow_child_once_the_trial_first(r_and_torch, 
     assert "race trial" in report.facts["r"]["rpy2"]["via"]  # R's facts came from the trial's R
 
     # R started once more, by one lean discovery child (R's core facts came from the trial's R)
-    assert [c["argv"][-3:] for c in _named(children, "r_facts.R")] == [["reticulate", "discover", "lean"]]
+    assert [c["argv"][-3:] for c in _rscript_facts(children)] == [["reticulate", "discover", "lean"]]
     # the trial keeps its priority; the early facts after it (discovery, the compiler probe, NVML) yield
     assert trial[0]["nice"] == 0
-    later = _named(children, "r_facts.R") + _named(children, "CMD", "config") + _named(children, "rcompat.cuda.nvml_child")
+    later = _rscript_facts(children) + _named(children, "CMD", "config") + _named(children, "rcompat.cuda.nvml_child")
     assert later and {c["nice"] for c in later} == {doctor.BACKGROUND_NICE}, [(c["argv"][-2:], c["nice"]) for c in later]
     assert len({tuple(c["argv"]) for c in children if "c17" not in " ".join(c["argv"])}) == \
         len([c for c in children if "c17" not in " ".join(c["argv"])]), "a child was started twice"
@@ -70,3 +75,12 @@ def test_with_the_trial_from_the_cache_nothing_is_niced(r_and_torch, children, t
     assert _named(children, "rcompat.race.worker") == [] and children, children  # bound Python's child ran
     assert {c["nice"] for c in children} == {0}
     assert {f.id: f.status.value for f in report.findings}["RACE-SERIALIZED"] == "ok"
+
+
+def test_without_the_race_area_the_torch_child_keeps_its_priority(r_and_torch, children):
+    """Then the torch child is the run's longest: cuda's START fact comes first (START_ORDER)."""
+    doctor.run_doctor(["r", "cuda"], options={"r_verify": False}, use_cache=False)
+    (torch_child,) = _named(children, "rcompat.cuda.torch_child")
+    (discovery,) = _rscript_facts(children)
+    assert (torch_child["nice"], discovery["nice"]) == (0, doctor.BACKGROUND_NICE)
+    assert _named(children, "rcompat.r.worker") != []  # no trial: R's core facts from the rpy2 worker
