@@ -135,6 +135,7 @@ def run_child(argv: Sequence[str], *, timeout: float, env: Mapping[str, str] | N
 
 def _run(argv: Sequence[str], timeout: float, full_env: dict[str, str], cwd: str | None,
          stdin: str | None, start: float, patience: "Patience | None") -> ChildResult:
+    global _started
     try:
         proc = subprocess.Popen(list(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
@@ -144,7 +145,6 @@ def _run(argv: Sequence[str], timeout: float, full_env: dict[str, str], cwd: str
     inodes = [i for i in (pipe_inode(proc.stdout.fileno()), pipe_inode(proc.stderr.fileno())) if i]
     with _live_lock:
         _live[proc] = inodes
-        global _started
         _started += 1
         _live_lock.notify_all()
         if _stopping.is_set():  # interrupted while this one started: it must not outlive the others
@@ -199,6 +199,8 @@ def wait_for_next_child(count: int, thread: threading.Thread, timeout: float) ->
         while _started <= count and thread.is_alive() and (left := deadline - time.monotonic()) > 0:
             _live_lock.wait(min(left, 0.01))  # a thread ending does not notify: look again soon
         return _started > count
+
+
 _stopping = threading.Event()
 
 

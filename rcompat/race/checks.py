@@ -21,10 +21,19 @@ DOCTOR_TRIAL_TIMEOUT_S = 20.0
 R_FACT_READERS = ("r", "cuda", "elf")  # the areas that read R's facts
 
 
-def check_own_maps(ctx) -> Iterable[Finding]:
-    from rcompat.race.mapscheck import findings, maps_facts
+def own_maps(ctx) -> dict:
+    """The doctor's own memory map, read once: a START fact, so it is read at the start of the run, as
+    when this area's first check ran first, before the elf area's reading maps libraries into this
+    process (files mapped to be read, which the map would count as loaded)."""
+    from rcompat.race.mapscheck import maps_facts
 
-    facts = maps_facts()
+    return ctx.memo("race.maps", maps_facts)
+
+
+def check_own_maps(ctx) -> Iterable[Finding]:
+    from rcompat.race.mapscheck import findings
+
+    facts = own_maps(ctx)
     ctx.facts.setdefault(AREA, {})["maps"] = {k: facts[k] for k in ("source", "regions", "gpu_roles", "r_loaded",
                                                                     "mmap_min_addr", "duplicates", "neighbours")}
     return findings(facts, facts["source"])
@@ -120,4 +129,4 @@ def trial_torch_facts(ctx) -> dict | None:
 check_own_maps.check_id = "RACE-MAPS"
 check_serialized_trial.check_id = "RACE-SERIALIZED"
 CHECKS = [check_own_maps, check_serialized_trial]
-START = (trial_if_it_runs,)
+START = (trial_if_it_runs, own_maps)
