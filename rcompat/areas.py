@@ -189,8 +189,9 @@ def start_early(order: list[str], ctx: Context) -> list[threading.Thread]:
     threads' imports and the elf area's work in this process have had their turn. The checks that
     ask for these facts wait for the same memo, so every fact is still computed once.
 
-    The first of them (the race trial when it is in the run) is the run's critical path when it starts
-    a child (not when its trial comes from the cache); every later one then runs at BACKGROUND_NICE,
+    The first of them (the race trial when it is in the run; never one marked `in_process`, work in
+    this process) is the run's critical path when it starts a child (not when its trial comes from
+    the cache); every later one then runs at BACKGROUND_NICE,
     its children too (Linux keeps a nice value per thread, and threads and processes inherit it from
     the thread that starts them), so where CPUs are fewer than the run's children (2 CPUs: the trial,
     discovery, this process's ELF reading) the trial is not the one kept waiting. Where CPUs are free
@@ -202,12 +203,13 @@ def start_early(order: list[str], ctx: Context) -> list[threading.Thread]:
         except Exception:  # noqa: BLE001 - the area's own thread reports <AREA>-LOAD
             continue
         for produce in facts:
+            first = not started and not getattr(produce, "in_process", False)
             thread = threading.Thread(target=_quietly, args=(produce, ctx, nice), daemon=True,
                                       name=f"rcompat-start-{area}")
             count = children_started()
             thread.start()
-            if not started:  # the first one's child starts first (its imports take a few ms); the
-                # others yield to it, if it has one (a trial read from the cache has none)
+            if first:  # its child starts first (its imports take a few ms); the others yield to it,
+                # if it has one (a trial read from the cache has none)
                 nice = BACKGROUND_NICE if wait_for_next_child(count, thread, START_WAIT_S) else 0
             else:  # the others own their facts before any area thread can ask for them
                 ctx.wait_for_claim(thread, START_WAIT_S)

@@ -241,6 +241,7 @@ def check_device(ctx) -> Iterable[Finding]:
 
 CHECKS = [check_driver, check_gpus, check_torch, check_torch_arch, check_libs, check_rtorch, check_matrix,
           check_device]
+early_libraries.in_process = True  # type: ignore[attr-defined]  # no child: never the critical path
 START = (torch_facts, early_libraries)  # NVML's child, the torch child unless the race trial's serves
 for _fn, _id in zip(CHECKS, ("CUDA-DRIVER", "CUDA-GPU", "CUDA-TORCH", "CUDA-TORCH-ARCH", "CUDA-LIBS",
                              "CUDA-RTORCH", "CUDA-MATRIX", "CUDA-DEVICE")):

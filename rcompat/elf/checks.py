@@ -281,4 +281,5 @@ for _fn, _id in ((check_coload, "ELF-COLOAD"), (check_deps, "ELF-DEPS"), (check_
     _fn.check_id = _id  # type: ignore[attr-defined]
 
 CHECKS = [check_deps, check_undefined, check_cxx_abi, check_glibcxx, check_duplicate_runtime, check_coload]
+_resolve_python_torch.in_process = True  # type: ignore[attr-defined]  # no child: never the critical path
 START = (_resolve_python_torch,)  # reading in this process: it yields to the trial (rcompat.areas.start_early)

@@ -129,4 +129,5 @@ def trial_torch_facts(ctx) -> dict | None:
 check_own_maps.check_id = "RACE-MAPS"
 check_serialized_trial.check_id = "RACE-SERIALIZED"
 CHECKS = [check_own_maps, check_serialized_trial]
+own_maps.in_process = True  # type: ignore[attr-defined]  # no child: never the critical path
 START = (trial_if_it_runs, own_maps)

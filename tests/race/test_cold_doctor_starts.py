@@ -84,3 +84,19 @@ def test_without_the_race_area_the_torch_child_keeps_its_priority(r_and_torch, c
     (discovery,) = _rscript_facts(children)
     assert (torch_child["nice"], discovery["nice"]) == (0, doctor.BACKGROUND_NICE)
     assert _named(children, "rcompat.r.worker") != []  # no trial: R's core facts from the rpy2 worker
+
+
+def test_work_in_this_process_is_never_the_critical_path(r_and_torch, children, monkeypatch):
+    """--only elf: its START fact reads ELF files here; no child of it is waited for before the area
+    threads start, and nothing is niced."""
+    waits: list[object] = []
+    real = doctor.wait_for_next_child
+
+    def spy(*args):
+        waits.append(args)
+        return real(*args)
+
+    monkeypatch.setattr(doctor, "wait_for_next_child", spy)
+    report = doctor.run_doctor(["elf", "system"], use_cache=False)
+    assert waits == [] and {c["nice"] for c in children} == {0}  # system's children
+    assert {f.id: f.status.value for f in report.findings}["ELF-DEPS-PYTORCH"] == "ok"
