@@ -13,12 +13,17 @@ CUDA build collect_env reports.
 
 Where the cold run's time goes (issue 31, 2 CPUs): its critical path is the race trial's child
 (Python, rpy2 and R, torch, the trial, then torch's and R's facts for the cuda and r areas), started
-first, about 0.1 s after the doctor itself; alone it takes about what the pair takes (measured side
-by side: 1.65-1.80 s wall, 1.73-1.76 s CPU, against 1.81-1.91 s and 1.88-1.91 s), because both
-import torch (1.1-1.4 s of CPU) and start R. Everything else (reticulate's discovery, loaded lean:
-0.4 s; the packages of the Python it names; the compiler probe; NVML; the ELF reading here) runs
-beside it at nice 5, on the other CPU. So on 2 quiet CPUs the cold doctor is the trial's child plus
-~0.15 s of this process: at best about 1.0-1.05x the pair, never much under it.
+first, about 0.1 s after the doctor itself; alone it takes a little less than the pair (the row "the
+cold run's race trial child alone": 0.87x here, 1.92 s against 2.21 s), because both import torch
+(1.1-1.4 s of CPU) and start R. Everything else (reticulate's discovery, loaded lean: 0.4 s of CPU; the
+packages of the Python it names; the compiler probe; NVML; the ELF reading here: about 1.3 s of CPU
+in all) runs beside it at nice 5, on the other CPU. Measured here (2 CPUs, load 2-3 from another
+session, best of 5): cold 2.55 s = 1.15x, 3.70 s of CPU against the pair's 2.31 s; the code before
+(same runs, the three taking turns, load 5-6, best of 6): 1.59x against 1.18x now, 4.52 s of CPU
+against 3.50 s (the pair 2.15 s). Inside the doctor the trial's child
+takes 2.6-2.8 s for 2.05 s of CPU, against ~1.9 s alone: what the other CPU's work still costs it on
+two CPUs (shared caches, wake-ups landing on its CPU). So 1.0x is in reach only where the trial's
+child has a CPU to itself and the rest fits on the other: at best about 1.0-1.05x on 2 quiet CPUs.
 
     .venv/bin/python benchmarks/bench_doctor.py [--repeat 3]
 """
