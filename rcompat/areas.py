@@ -1,9 +1,10 @@
 """`rcompat doctor`: run every area's checks, each behind its own error boundary.
 
 An area is a module that exposes `AREA` (its name), `TITLE` and `CHECKS`, a list of functions
-`check(ctx) -> Iterable[Finding]`. Modules are named here as strings and imported only when their area
-runs, so `--only elf` never imports rpy2 or torch. A check that raises becomes an `error` finding and
-the other checks still run.
+`check(ctx) -> Iterable[Finding]`, and may expose `START`, functions `fact(ctx)` computing (through
+ctx.memo) the slow facts its checks will ask for, started before any area runs (start_early).
+Modules are named here as strings and imported only when their area runs, so `--only elf` never
+imports rpy2 or torch. A check that raises becomes an `error` finding and the other checks still run.
 
 Areas run concurrently in threads (their expensive parts are child processes: the R facts and
 verification children, the torch child, the race trial); facts several areas need are computed once
@@ -14,6 +15,7 @@ from __future__ import annotations
 import importlib
 import os
 import signal
+import sys
 import threading
 import time
 import traceback
@@ -21,7 +23,7 @@ from typing import Any, Callable, Iterable
 
 from rcompat import cache
 from rcompat.errors import UsageError
-from rcompat.isolate import allow_children, children_stopped_on_interrupt
+from rcompat.isolate import allow_children, children_started, children_stopped_on_interrupt, wait_for_next_child
 from rcompat.model import Finding, Report, Status, share_duration
 from rcompat.progress import Progress, disabled
 
@@ -43,9 +45,11 @@ DEEP_AREAS: dict[str, str] = {
 }
 
 DEFAULT_TIMEOUT_S = 60.0
-# Areas start in this order (the report keeps AREA_MODULES' order): the race trial and R's children
-# take longest, so with fewer workers than areas they must not wait behind the quick ones.
-START_ORDER = ("compile", "race", "r", "cuda", "elf", "python", "system")
+# Areas start in this order (the report keeps AREA_MODULES' order): the race trial and the torch and R
+# children take longest, so with fewer workers than areas they must not wait behind the quick ones.
+# cuda before r: without the race area, the torch child (1.4 s of CPU) is the run's longest child and
+# the first START fact's (start_early); with it, cuda's START only starts NVML's child and waits.
+START_ORDER = ("compile", "race", "cuda", "r", "elf", "python", "system")
 
 
 class Context:
@@ -58,7 +62,7 @@ class Context:
         self.areas: tuple[str, ...] = ()  # the areas of this run (run_doctor): who may share a fact
         self.facts: dict[str, Any] = {}
         self._memo: dict[str, _Memo] = {}
-        self._lock = threading.Lock()
+        self._lock = threading.Condition()  # notified when a thread claims a fact (wait_for_claim)
 
     def put(self, key: str, value: Any) -> None:
         """Give the run a fact computed elsewhere (facts R passes in, a test's fixture)."""
@@ -75,6 +79,7 @@ class Context:
             owner = entry is None
             if owner:
                 entry = self._memo[key] = _Memo(threading.get_ident())
+                self._lock.notify_all()
         if owner:
             try:
                 entry.value = producer()
@@ -90,6 +95,17 @@ class Context:
             raise entry.value if isinstance(entry.value, Exception) else RuntimeError(
                 f"fact {key!r} was not computed: its probe was interrupted")
         return entry.value
+
+    def wait_for_claim(self, thread: threading.Thread, timeout: float) -> None:
+        """Until `thread` computes a fact through memo (or has ended), at most `timeout` seconds: a
+        START thread then owns its fact, whichever area thread asks for it next."""
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            while thread.is_alive() and not any(e.owner == thread.ident for e in self._memo.values()):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return
+                self._lock.wait(min(left, 0.01))  # a thread ending does not notify: look again soon
 
 
 class _Memo:
@@ -150,7 +166,7 @@ def run_doctor(areas: Iterable[str] | None = None, timeout: float | None = None,
 
     order = sorted(chosen, key=lambda a: START_ORDER.index(a) if a in START_ORDER else len(START_ORDER))
     try:
-        _run_areas(chosen, order, jobs, run_one, stopping, use_cache)
+        _run_areas(chosen, order, jobs, run_one, stopping, use_cache, ctx)
     except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM: the report of what finished, then the interrupt
         stopping.set()
         raise DoctorInterrupted(_report(chosen, ctx, results, timings, exc), exc) from None
@@ -166,8 +182,62 @@ class DoctorInterrupted(KeyboardInterrupt):
         self.signum = getattr(cause, "signum", signal.SIGINT)
 
 
+def start_early(order: list[str], ctx: Context) -> list[threading.Thread]:
+    """Each area's START facts, in `order` (the slowest first), each in a thread of its own that
+    computes it through ctx.memo, before any area thread starts: the run's long children (the race
+    trial, reticulate's discovery) start at once, one after the other, rather than after the area
+    threads' imports and the elf area's work in this process have had their turn. The checks that
+    ask for these facts wait for the same memo, so every fact is still computed once.
+
+    The first of them (the race trial when it is in the run; never one marked `in_process`, work in
+    this process) is the run's critical path when it starts a child (not when its trial comes from
+    the cache); every later one then runs at BACKGROUND_NICE,
+    its children too (Linux keeps a nice value per thread, and threads and processes inherit it from
+    the thread that starts them), so where CPUs are fewer than the run's children (2 CPUs: the trial,
+    discovery, this process's ELF reading) the trial is not the one kept waiting. Where CPUs are free
+    the nice value changes nothing."""
+    started, nice = [], 0
+    for area in order:
+        try:
+            facts = getattr(importlib.import_module(AREA_MODULES.get(area) or DEEP_AREAS[area]), "START", ())
+        except Exception:  # noqa: BLE001 - the area's own thread reports <AREA>-LOAD
+            continue
+        for produce in facts:
+            first = not started and not getattr(produce, "in_process", False)
+            thread = threading.Thread(target=_quietly, args=(produce, ctx, nice), daemon=True,
+                                      name=f"rcompat-start-{area}")
+            count = children_started()
+            thread.start()
+            if first:  # its child starts first (its imports take a few ms); the others yield to it,
+                # if it has one (a trial read from the cache has none)
+                nice = BACKGROUND_NICE if wait_for_next_child(count, thread, START_WAIT_S) else 0
+            else:  # the others own their facts before any area thread can ask for them
+                ctx.wait_for_claim(thread, START_WAIT_S)
+            started.append(thread)
+    return started
+
+
+START_WAIT_S = 2.0  # a bound only: the trial's child starts some 40 ms after its thread, a claim at once
+
+
+# CFS weighs a nice-5 task at about a third of a nice-0 one (kernel/sched/core.c, sched_prio_to_weight).
+BACKGROUND_NICE = 5
+
+
+def _quietly(produce: Callable[[Context], Any], ctx: Context, nice: int) -> None:
+    if nice and sys.platform.startswith("linux"):  # elsewhere a thread id is no process id
+        try:
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), nice)  # this thread only
+        except (OSError, AttributeError):  # not Linux, or not allowed: the same work at the same priority
+            pass
+    try:
+        produce(ctx)
+    except Exception:  # noqa: BLE001 - kept in the memo: the check that asks reports it
+        pass
+
+
 def _run_areas(chosen: list[str], order: list[str], jobs: int, run_one: Callable[[str], None],
-               stopping: threading.Event, use_cache: bool) -> None:
+               stopping: threading.Event, use_cache: bool, ctx: Context) -> None:
     from concurrent.futures import ThreadPoolExecutor
 
     with cache.bypassed(not use_cache):
@@ -177,9 +247,11 @@ def _run_areas(chosen: list[str], order: list[str], jobs: int, run_one: Callable
         else:
             try:
                 with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="rcompat-area") as pool:
-                    futures = [pool.submit(run_one, area) for area in order]
+                    futures = []
                     try:
                         with children_stopped_on_interrupt():  # Ctrl-C: the area threads' children too
+                            start_early(order, ctx)
+                            futures += [pool.submit(run_one, area) for area in order]
                             for future in futures:
                                 future.result()
                     except BaseException:

@@ -135,6 +135,7 @@ def run_child(argv: Sequence[str], *, timeout: float, env: Mapping[str, str] | N
 
 def _run(argv: Sequence[str], timeout: float, full_env: dict[str, str], cwd: str | None,
          stdin: str | None, start: float, patience: "Patience | None") -> ChildResult:
+    global _started
     try:
         proc = subprocess.Popen(list(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
@@ -144,6 +145,8 @@ def _run(argv: Sequence[str], timeout: float, full_env: dict[str, str], cwd: str
     inodes = [i for i in (pipe_inode(proc.stdout.fileno()), pipe_inode(proc.stderr.fileno())) if i]
     with _live_lock:
         _live[proc] = inodes
+        _started += 1
+        _live_lock.notify_all()
         if _stopping.is_set():  # interrupted while this one started: it must not outlive the others
             kill_tree(proc.pid, inodes)
     got = None
@@ -177,7 +180,27 @@ def _run(argv: Sequence[str], timeout: float, full_env: dict[str, str], cwd: str
 
 
 _live: dict[subprocess.Popen, list[int]] = {}
-_live_lock = threading.Lock()
+_live_lock = threading.Condition()
+_started = 0  # children this process has started
+
+
+def children_started() -> int:
+    """How many children this process has started so far (a count to hand wait_for_next_child)."""
+    with _live_lock:
+        return _started
+
+
+def wait_for_next_child(count: int, thread: threading.Thread, timeout: float) -> bool:
+    """Until a child beyond the first `count` has started, `thread` has ended, or `timeout` seconds;
+    whether a child started: the doctor's start_early lets its first fact's thread start that fact's
+    child before any other."""
+    deadline = time.monotonic() + timeout
+    with _live_lock:
+        while _started <= count and thread.is_alive() and (left := deadline - time.monotonic()) > 0:
+            _live_lock.wait(min(left, 0.01))  # a thread ending does not notify: look again soon
+        return _started > count
+
+
 _stopping = threading.Event()
 
 

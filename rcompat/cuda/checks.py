@@ -14,6 +14,8 @@ from __future__ import annotations
 from typing import Iterable
 
 from rcompat.cuda.facts import CudaFacts, gather
+from rcompat.cuda.libs import LibraryScan, scan, search_locations
+from rcompat.cuda.torch_probe import torch_distribution
 from rcompat.cuda.nvml import NvmlFacts, probe_nvml
 from rcompat.r.checks import shared_r_facts
 from rcompat.model import Finding, Status
@@ -31,22 +33,39 @@ def nvml_facts(ctx) -> NvmlFacts:
 def torch_facts(ctx) -> dict:
     """The torch child's facts, once per run for every torch question (CUDA-TORCH, the matrix, the
     device choice), and from the cache between runs (rcompat.cuda.torch_cache)."""
-    from rcompat.cuda.torch_cache import cached_probe_torch
-
     def from_race_trial():  # the race area's trial child imports torch too: it answers for both
         from rcompat.race.checks import trial_torch_facts
 
         return trial_torch_facts(ctx)
 
-    return ctx.memo("torch.facts", lambda: cached_probe_torch(nvml_facts(ctx), timeout=ctx.timeout,
-                                                              shared=from_race_trial))
+    def produce() -> dict:
+        from rcompat.cuda.torch_cache import cached_probe_torch
+
+        return cached_probe_torch(nvml_facts(ctx), timeout=ctx.timeout, shared=from_race_trial)
+
+    return ctx.memo("torch.facts", produce)
+
+
+def early_libraries(ctx) -> tuple[list[dict[str, str]], LibraryScan]:
+    """(places, the CUDA libraries in them) for every place but R torch's own, which only R's facts
+    name: scanned without waiting for R. cuda_facts takes this scan when R torch adds no place."""
+    def produce() -> tuple[list[dict[str, str]], LibraryScan]:
+        dist = torch_distribution()
+        places = search_locations(torch_location=dist["location"] if dist else None)
+        return places, scan(places)
+
+    return ctx.memo("cuda.libraries.early", produce)
 
 
 def cuda_facts(ctx) -> CudaFacts:
+    def scanned(places: list[dict[str, str]]) -> LibraryScan:
+        early_places, early = early_libraries(ctx)
+        return early if places == early_places else scan(places)
+
     def produce() -> CudaFacts:
         torch = torch_facts(ctx)  # first: the torch child runs while the r area is still probing R
         facts = gather(nvml_facts=nvml_facts(ctx), timeout=ctx.timeout, r_facts=shared_r_facts(ctx),
-                       with_torch=False)
+                       with_torch=False, scanned=scanned)
         facts.torch = torch
         ctx.facts["cuda"] = facts.to_dict()
         return facts
@@ -246,6 +265,8 @@ def check_device(ctx) -> Iterable[Finding]:
 
 CHECKS = [check_driver, check_gpus, check_torch, check_torch_arch, check_libs, check_cudnn_split, check_rtorch,
           check_matrix, check_device]
+early_libraries.in_process = True  # type: ignore[attr-defined]  # no child: never the critical path
+START = (torch_facts, early_libraries)  # NVML's child, the torch child unless the race trial's serves
 for _fn, _id in zip(CHECKS, ("CUDA-DRIVER", "CUDA-GPU", "CUDA-TORCH", "CUDA-TORCH-ARCH", "CUDA-LIBS",
                              "CUDA-CUDNN-SPLIT", "CUDA-RTORCH", "CUDA-MATRIX", "CUDA-DEVICE")):
     _fn.check_id = _id

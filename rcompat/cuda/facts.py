@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib.metadata
 import os
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from rcompat.cuda.libs import LibraryScan, scan, search_locations
 from rcompat.cuda.nvml import NvmlFacts, probe_nvml
@@ -70,15 +70,18 @@ class CudaFacts:
 
 
 def gather(nvml: Any = None, timeout: float = 60.0, env: Mapping[str, str] | None = None,
-           r_facts: Any = None, with_torch: bool = True, nvml_facts: NvmlFacts | None = None) -> CudaFacts:
-    """Every CUDA fact; `nvml_facts`, when given, is NVML's answer already asked for (then `nvml` is unused)."""
+           r_facts: Any = None, with_torch: bool = True, nvml_facts: NvmlFacts | None = None,
+           scanned: Callable[[list[dict[str, str]]], LibraryScan] = scan) -> CudaFacts:
+    """Every CUDA fact; `nvml_facts`, when given, is NVML's answer already asked for (then `nvml` is
+    unused); `scanned(locations)`: the CUDA libraries in those places (the doctor's may have them
+    already)."""
     env = dict(os.environ if env is None else env)
     nvml_facts = probe_nvml(nvml, timeout=timeout) if nvml_facts is None else nvml_facts
     torch = probe_torch(timeout=timeout, env=env) if with_torch else {"status": "not-probed"}
     rtorch = rtorch_view(r_facts)
     dist = torch_distribution()
-    libraries = scan(search_locations(env=env, torch_location=dist["location"] if dist else None,
-                                      rtorch_dirs=rtorch.get("lib_dirs", ())))
+    libraries = scanned(search_locations(env=env, torch_location=dist["location"] if dist else None,
+                                         rtorch_dirs=rtorch.get("lib_dirs", ())))
     return CudaFacts(nvml=nvml_facts, torch=torch, libraries=libraries, rtorch=rtorch,
                      tensorflow=tensorflow_version(),
                      env={k: env[k] for k in ("CUDA_VISIBLE_DEVICES", "CUDA_ENABLE", "CUDA", "CUDA_HOME",

@@ -61,14 +61,19 @@ def _no_targets() -> Finding:
 
 
 def _resolve_python_torch(ctx) -> None:
-    """Python torch's libraries need no R facts: resolve them while the r area is still probing R
-    (frameworks() waits for R, for R torch's libraries)."""
-    from rcompat.elf.targets import python_torch
+    """Python torch's libraries need no R facts: resolve them, and read how each library of their
+    closures was built (check_cxx_abi's facts, kept by rcompat.elf.read.build), while the r area is
+    still probing R (frameworks() waits for R, for R torch's libraries), so little is left for after."""
+    def produce() -> None:
+        from rcompat.elf.link.cxx_abi import resolution_build_facts
+        from rcompat.elf.targets import python_torch
 
-    fw = python_torch()
-    for role in TARGET_ROLES if fw is not None else ():
-        if role in fw.libraries:
-            _missing_report(ctx, fw, fw.libraries[role])
+        fw = python_torch()
+        for role in TARGET_ROLES if fw is not None else ():
+            if role in fw.libraries:
+                resolution_build_facts(_missing_report(ctx, fw, fw.libraries[role]).resolution)
+
+    ctx.memo("elf.python_torch", produce)
 
 
 # Each check gives one finding per framework, its id carrying the framework (ELF-DEPS-PYTORCH,
@@ -276,3 +281,5 @@ for _fn, _id in ((check_coload, "ELF-COLOAD"), (check_deps, "ELF-DEPS"), (check_
     _fn.check_id = _id  # type: ignore[attr-defined]
 
 CHECKS = [check_deps, check_undefined, check_cxx_abi, check_glibcxx, check_duplicate_runtime, check_coload]
+_resolve_python_torch.in_process = True  # type: ignore[attr-defined]  # no child: never the critical path
+START = (_resolve_python_torch,)  # reading in this process: it yields to the trial (rcompat.areas.start_early)

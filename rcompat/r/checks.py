@@ -302,3 +302,4 @@ for _check, _id in ((check_version, "R-VERSION"), (check_rpy2, "R-RPY2"), (check
 
 CHECKS = [check_version, check_rpy2, check_packages, check_compiler, check_reticulate_python,
           check_reticulate_modules, check_session, check_rules, check_verify]
+START = (r_facts,)  # reticulate's discovery and the compiler probe start before the area threads

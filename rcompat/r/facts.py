@@ -140,26 +140,26 @@ def probe(timeout: float | None = None, lib_paths: Sequence[str] | None = None,
     if chosen != "rpy2":
         facts.rpy2 = {"used": False, "reason": "this Python runs inside R (reticulate): rpy2 must not "
                       "embed a second R here" if host.hosted_by_r else "engine 'rscript' was chosen"}
-    # reticulate's discovery (the slowest child, seconds: it runs candidate Pythons), then the packages
-    # of the Python it names, run while rpy2 reads the core facts and, once R has answered, while the
-    # compiler is probed.
+    # reticulate's discovery (the slowest child here: it runs candidate Pythons), then the packages of
+    # the Python it names, and the compiler probe (four short children, one after the other) run while
+    # rpy2 reads the core facts: all three start now, so none of them is left for after R has answered
+    # (in the doctor, R answers when the race trial's child ends, the run's longest child).
     python = None
     with ThreadPoolExecutor(max_workers=2, thread_name_prefix="rcompat-r") as pool:
         compiler_probe = None
         if chosen == "rpy2":
             discovery = pool.submit(_discover, facts, install, script, reticulate_parts, timeout, env)
+            compiler_probe = pool.submit(probe_compiler, install.r, timeout=timeout, env=child_env)
             core = _core_from_shared(facts, shared, install, lib_paths)
             if core is None:
                 core = _core_through_rpy2(facts, script, timeout)
-            if core is not None:
-                compiler_probe = pool.submit(probe_compiler, install.r, timeout=timeout, env=child_env)
             reticulate, python = discovery.result()
             # rpy2 failed: Rscript for the core facts, unless the Rscript child just failed too
             if core is None and reticulate is not None and not reticulate.get("child_error"):
                 core = _rscript_facts(facts, install, script, ["core"], timeout).get("core")
                 facts.engine = "rscript" if core is not None else None
         else:
-            both = _rscript_facts(facts, install, script, ["core", *reticulate_parts], timeout)
+            both = _lean_rscript_facts(facts, install, script, ["core", *reticulate_parts], timeout)
             core, reticulate = both.get("core"), both.get("reticulate") or _reticulate_unknown(both.get(FAILED))
             if core is not None:
                 facts.engine = "rscript"
@@ -183,7 +183,7 @@ def _discover(facts: RFacts, install: RInstall, script: Path, parts: list[str], 
               env: Mapping[str, str] | None) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
     """reticulate's discovery (an Rscript child), then the packages of the Python it names (None when
     it names none: R did not answer)."""
-    found = _rscript_facts(facts, install, script, parts, timeout)
+    found = _lean_rscript_facts(facts, install, script, parts, timeout)
     reticulate = found.get("reticulate") or _reticulate_unknown(found.get(FAILED))
     python = bound_python(reticulate, timeout=timeout, env=dict(env or {})) if reticulate else None
     return reticulate, python
@@ -253,17 +253,36 @@ def _core_through_rpy2(facts: RFacts, script: Path, timeout: float) -> dict[str,
 
 
 def _rscript_facts(facts: RFacts, install: RInstall, script: Path, parts: list[str],
-                   timeout: float) -> dict[str, Any]:
+                   timeout: float, errors: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """r_facts.R's answer for `parts`; a child that gave none is recorded in `errors` (default
+    facts.errors) and answers {FAILED: …}."""
     result: ChildResult = run_child([install.rscript, str(script), *parts],
                        timeout=timeout, env=facts.child_env)
     for record in result.records:
         if "r_facts" in record:
             return record["r_facts"]
-    facts.errors.append({"what": f"Rscript r_facts.R {' '.join(parts)}", **result.to_evidence()})
+    (facts.errors if errors is None else errors).append({"what": f"Rscript r_facts.R {' '.join(parts)}", **result.to_evidence()})
     return {FAILED: {"end": result.describe_end(), "timed_out": result.timed_out, "parts": parts}}
 
 
 FAILED = "_child_failed"
+
+
+def _lean_rscript_facts(facts: RFacts, install: RInstall, script: Path, parts: list[str],
+                        timeout: float) -> dict[str, Any]:
+    """_rscript_facts with reticulate's namespace loaded lean (r_facts.R's `lean`: S4 dispatch off,
+    which spares loading Matrix's S4 methods, most of a discovery child's CPU). A lean child that
+    reports a discovery error, or ends without an answer other than by its timeout, is asked again
+    without `lean`, so what is reported is what a plain R session says."""
+    if "discover" not in parts:
+        return _rscript_facts(facts, install, script, parts, timeout)
+    lean_errors: list[dict[str, Any]] = []
+    found = _rscript_facts(facts, install, script, [*parts, "lean"], timeout, errors=lean_errors)
+    failed = found.get(FAILED)
+    if (found.get("reticulate") or {}).get("discover_error") or (failed and not failed.get("timed_out")):
+        return _rscript_facts(facts, install, script, parts, timeout)
+    facts.errors.extend(lean_errors)
+    return found
 
 
 def _reticulate_unknown(failure: Mapping[str, Any] | None) -> dict[str, Any] | None:

@@ -4,10 +4,11 @@
 # rcompat's rpy2 worker source()s this file and calls rcompat_core_facts(); when rcompat runs inside
 # R (reticulate called it) it runs the file with Rscript instead. Nothing here loads torch, keras or
 # tensorflow, and nothing initialises Python:
-#   Rscript r_facts.R [core] [reticulate] [discover]     (no argument: all three)
+#   Rscript r_facts.R [core] [reticulate] [discover] [lean]     (no argument: the first three)
 # 'discover' lets reticulate::py_discover_config() search for a Python (it runs candidate Pythons as
-# subprocesses; it does not start Python in this process). Only base R is used, so the script works
-# where jsonlite is missing.
+# subprocesses; it does not start Python in this process). 'lean' loads reticulate's namespace with
+# S4 dispatch off (see rcompat_reticulate_namespace). Only base R is used, so the script works where
+# jsonlite is missing.
 
 rcompat_packages <- c("torch", "keras", "keras3", "tensorflow", "reticulate", "RcppCNPy", "Rcpp")
 
@@ -98,7 +99,20 @@ rcompat_core_facts <- function(packages = rcompat_packages) {
 # directly. py_discover_config() is asked only when it cannot change the machine: in reticulate
 # 1.28, with a Miniconda lacking its r-reticulate environment, or a conda with no environment, it
 # calls conda_create(); then only the variables are reported.
-rcompat_reticulate_facts <- function(discover = TRUE) {
+# reticulate's namespace. reticulate Imports Matrix (its DESCRIPTION), and loadNamespace() caches the
+# S4 methods of a namespace it loads while S4 dispatch is on (methods::cacheMetaData): for Matrix
+# that is ~0.8 s of CPU, more than the rest of a discovery child, for methods discovery never meets
+# (it handles file paths, strings and version numbers, and no S4 object). `lean` loads the namespace
+# with dispatch off, so loadNamespace skips that caching. Dispatch then stays off for this R
+# (R does not support turning it back on), so only a throwaway Rscript child asks for `lean`;
+# rcompat.r.facts asks again without it when a lean child reports an error.
+rcompat_reticulate_namespace <- function(lean = FALSE) {
+  if (lean && !isNamespaceLoaded("reticulate") && .isMethodsDispatchOn())
+    .isMethodsDispatchOn(FALSE)
+  asNamespace("reticulate")
+}
+
+rcompat_reticulate_facts <- function(discover = TRUE, lean = FALSE) {
   vars <- c("RETICULATE_PYTHON", "RETICULATE_PYTHON_ENV", "RETICULATE_PYTHON_FALLBACK",
             "RETICULATE_MINICONDA_ENABLED", "RETICULATE_USE_MANAGED_VENV")
   out <- list(env = stats::setNames(lapply(vars, rcompat_env), vars), method = "environment")
@@ -108,7 +122,7 @@ rcompat_reticulate_facts <- function(discover = TRUE) {
     return(out)
   }
   if (!discover) return(out)
-  ns <- tryCatch(asNamespace("reticulate"), error = function(e) e)
+  ns <- tryCatch(rcompat_reticulate_namespace(lean), error = function(e) e)
   if (inherits(ns, "error")) {
     out$discover_error <- conditionMessage(ns)
     return(out)
@@ -159,6 +173,6 @@ if (sys.nframe() == 0L) {
   facts <- list()
   if ("core" %in% args) facts$core <- rcompat_core_facts()
   if ("reticulate" %in% args)
-    facts$reticulate <- rcompat_reticulate_facts(discover = "discover" %in% args)
+    facts$reticulate <- rcompat_reticulate_facts(discover = "discover" %in% args, lean = "lean" %in% args)
   cat(rcompat_json(list(r_facts = facts)), "\n", sep = "")
 }

@@ -21,10 +21,19 @@ DOCTOR_TRIAL_TIMEOUT_S = 20.0
 R_FACT_READERS = ("r", "cuda", "elf")  # the areas that read R's facts
 
 
-def check_own_maps(ctx) -> Iterable[Finding]:
-    from rcompat.race.mapscheck import findings, maps_facts
+def own_maps(ctx) -> dict:
+    """The doctor's own memory map, read once: a START fact, so it is read at the start of the run, as
+    when this area's first check ran first, before the elf area's reading maps libraries into this
+    process (files mapped to be read, which the map would count as loaded)."""
+    from rcompat.race.mapscheck import maps_facts
 
-    facts = maps_facts()
+    return ctx.memo("race.maps", maps_facts)
+
+
+def check_own_maps(ctx) -> Iterable[Finding]:
+    from rcompat.race.mapscheck import findings
+
+    facts = own_maps(ctx)
     ctx.facts.setdefault(AREA, {})["maps"] = {k: facts[k] for k in ("source", "regions", "gpu_roles", "r_loaded",
                                                                     "mmap_min_addr", "duplicates", "neighbours")}
     return findings(facts, facts["source"])
@@ -33,7 +42,7 @@ def check_own_maps(ctx) -> Iterable[Finding]:
 def check_serialized_trial(ctx) -> Iterable[Finding]:
     from rcompat.r.rpy2_fit import rpy2_rows
 
-    missing = [m for m in ("rpy2", "torch") if importlib.util.find_spec(m) is None]
+    missing = _trial_needs()
     if missing:
         return [Finding(id="RACE-SERIALIZED", area=AREA, status=Status.SKIP,
                         title=f"race trial not run: {', '.join(missing)} not installed",
@@ -44,6 +53,18 @@ def check_serialized_trial(ctx) -> Iterable[Finding]:
     findings, facts, _ = doctor_trial(ctx)
     ctx.facts.setdefault(AREA, {})["serialized_trial"] = facts
     return findings
+
+
+def _trial_needs() -> list[str]:
+    """What the trial needs and is not installed (it embeds R through rpy2 next to Python torch)."""
+    return [m for m in ("rpy2", "torch") if importlib.util.find_spec(m) is None]
+
+
+def trial_if_it_runs(ctx) -> None:
+    """The doctor's trial, when check_serialized_trial will ask for it: the run's longest child,
+    started first (rcompat.areas.start_early)."""
+    if not _trial_needs():
+        doctor_trial(ctx)
 
 
 def doctor_trial(ctx) -> tuple[list[Finding], dict, dict | None]:
@@ -90,7 +111,7 @@ def trial_r_facts(ctx) -> dict | None:
     """What the race trial's child said of R ({"core", "rpy2_mode"}), when this run's race area runs
     its trial now with rpy2 and torch installed and that child could tell; else None, and the r area
     starts its own rpy2 worker."""
-    if "race" not in ctx.areas or any(importlib.util.find_spec(m) is None for m in ("rpy2", "torch")):
+    if "race" not in ctx.areas or _trial_needs():
         return None
     shared = doctor_trial(ctx)[2]
     return (shared or {}).get("r_facts")
@@ -100,7 +121,7 @@ def trial_torch_facts(ctx) -> dict | None:
     """What the race trial's child said of torch ({"record", "duration_s"}), when this doctor run has a
     race area that runs its trial now (not from the cache) with rpy2 and torch installed; else None at
     once, and the cuda area asks its own torch child."""
-    if "race" not in ctx.areas or any(importlib.util.find_spec(m) is None for m in ("rpy2", "torch")):
+    if "race" not in ctx.areas or _trial_needs():
         return None
     return doctor_trial(ctx)[2]
 
@@ -108,3 +129,5 @@ def trial_torch_facts(ctx) -> dict | None:
 check_own_maps.check_id = "RACE-MAPS"
 check_serialized_trial.check_id = "RACE-SERIALIZED"
 CHECKS = [check_own_maps, check_serialized_trial]
+own_maps.in_process = True  # type: ignore[attr-defined]  # no child: never the critical path
+START = (trial_if_it_runs, own_maps)

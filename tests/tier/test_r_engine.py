@@ -97,3 +97,14 @@ def test_rules_check_on_this_r(tier, tier_facts):
         assert r45_rows <= fired and proc.returncode == 1
     else:
         assert not r45_rows & fired
+
+
+def test_lean_discovery_reports_what_plain_discovery_does(tier):
+    """r_facts.R's `lean` (reticulate loaded with S4 dispatch off, Matrix's methods not cached) on
+    R 4.5 and reticulate 1.41: the same reticulate facts as a plain child, with a Python set and without."""
+    script = tier.run([f"{tier.venv}/bin/python", "-c", "from rcompat.r.facts import scripts_dir; "
+                       "print(scripts_dir() / 'r_facts.R')"], check=True).stdout.strip()
+    for env in ({}, {"RETICULATE_PYTHON": f"{tier.venv}/bin/python"}):
+        said = [json.loads(tier.run(["Rscript", script, "reticulate", "discover", *lean], env=env, check=True)
+                           .stdout.strip().splitlines()[-1])["r_facts"]["reticulate"] for lean in ([], ["lean"])]
+        assert said[0] == said[1] and said[0]["method"] == "py_discover_config", said

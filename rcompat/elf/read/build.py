@@ -130,7 +130,10 @@ def _notes(elf, indexes: list[int]) -> tuple[str | None, str | None]:
 
 def _producers(elf) -> tuple[str, ...]:
     seen: dict[str, None] = {}
-    for number, unit in enumerate(elf.get_dwarf_info().iter_CUs()):
+    # Only a relocatable object (.o) carries relocations for its DWARF sections; pyelftools otherwise
+    # searches every section for them (half the time on libpython's debug info) to apply none.
+    dwarf = elf.get_dwarf_info(relocate_dwarf_sections=elf["e_type"] == "ET_REL")
+    for number, unit in enumerate(dwarf.iter_CUs()):
         if number >= MAX_UNITS or len(seen) >= MAX_PRODUCERS:
             break
         producer = unit.get_top_DIE().attributes.get("DW_AT_producer")
