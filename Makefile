@@ -67,8 +67,11 @@ setup: system $(STAMP)
 doctor: setup
 	$(BIN)/rcompat doctor $(ARGS)
 
+# Byte code written as Python does by default (__pycache__/, ignored by git), even where the shell sets
+# PYTHONDONTWRITEBYTECODE (some containers do): with it set, each xdist worker rewrote the asserts of
+# every test module again and every rcompat child compiled its modules again (docs/testing.md).
 test: setup $(TEST_STAMP)
-	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
+	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 # Runs every benchmarks/bench_*.py and regenerates docs/performance.md from their results (exit 1 when
 # one fails or misses its goal; the document says which).

@@ -35,6 +35,7 @@ BASELINE_S = 496.0  # issue 31: 8 min 16 s, serial, at d972781
 def run_suite(workers: str, ids: Path | None, profile: Path, extra: list[str]) -> dict:
     env = dict(os.environ, RCOMPAT_SUITE_PROFILE=str(profile),
                PYTHONPATH=os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")])))
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # as the Makefile: byte code written and kept
     if ids:
         env["RCOMPAT_SUITE_IDS"] = str(ids)
     argv = [sys.executable, "-m", "pytest", "-p", "_suite_plugin", "-q", "--no-header"]

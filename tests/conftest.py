@@ -1,6 +1,7 @@
 """Shared test fixtures: real tools only. Engine-specific fixtures live in tests/<engine>/conftest.py."""
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -70,14 +71,28 @@ def tty_cli():
     return run_cli_on_tty
 
 
+def tests_cache_dir() -> Path:
+    """Where test artefacts are kept between runs: $RCOMPAT_TESTS_CACHE, else rcompat-tests/ in the
+    user's cache directory ($XDG_CACHE_HOME or ~/.cache), as fixtures/upgrade/build.py and the
+    benchmarks use it. Read before private_cache_dir replaces XDG_CACHE_HOME for the session."""
+    import os
+
+    if os.environ.get("RCOMPAT_TESTS_CACHE"):
+        return Path(os.environ["RCOMPAT_TESTS_CACHE"])
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "rcompat-tests"
+
+
 @pytest.fixture(scope="session", autouse=True)
 def private_cache_dir(tmp_path_factory):
     """rcompat's caches (symbol indexes, torch facts) go to a directory of this test session, never
     the user's ~/.cache: each session starts cold and leaves nothing behind. The CLI children inherit
-    it through the environment."""
+    it through the environment. Test artefacts that stay the same from run to run (wheel members,
+    fixture builds keyed by their inputs) are kept in the user's cache, named by RCOMPAT_TESTS_CACHE."""
     import os
 
     previous = os.environ.get("XDG_CACHE_HOME")
+    os.environ.setdefault("RCOMPAT_TESTS_CACHE", str(tests_cache_dir()))
     os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("xdg-cache"))
     yield Path(os.environ["XDG_CACHE_HOME"])
     if previous is None:
@@ -164,24 +179,35 @@ def wheel_builder():
     return build_wheel
 
 
-def built_once(tmp_path_factory, name: str, build):
+def built_once(tmp_path_factory, name: str, build, inputs: "list[str | Path] | None" = None):
     """`build(directory)` run once for the whole test run, not once per xdist worker: the first worker
     to need it builds under an exclusive lock in a directory all workers of this run share (pytest's
     base temporary directory); the others wait for the lock and take the result. `build` returns what
     the fixture gives (JSON data; Path values are kept as paths). A build that fails or skips leaves
     nothing, so the next worker tries again and fails or skips the same way. For fixtures the tests
-    only read: R libraries installed with R CMD INSTALL, an R CMD check, records of a torch child."""
+    only read: R libraries installed with R CMD INSTALL, an R CMD check, records of a torch child.
+
+    `inputs` (files, directories and strings such as a tool's version): the build is kept between
+    runs, in tests_cache_dir()/once/NAME-KEY, KEY a digest of every input's bytes; a change to any
+    of them builds afresh. Only for builds of fixtures that are not under test (R CMD INSTALL of the
+    stand-in packages), never for a result a test asserts on."""
     import fcntl
     import json
-    import os
 
-    base = tmp_path_factory.getbasetemp()
-    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
-    directory, done = shared / f"once-{name}", shared / f"once-{name}.json"
-    with open(shared / f"once-{name}.lock", "w") as lock:
+    if inputs is None:
+        base = tmp_path_factory.getbasetemp()
+        shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+        stem = f"once-{name}"
+    else:
+        shared = tests_cache_dir() / "once"
+        shared.mkdir(parents=True, exist_ok=True)
+        stem = f"{name}-{_digest(inputs)}"
+    directory, done = shared / stem, shared / f"{stem}.json"
+    with open(shared / f"{stem}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if done.exists():
+        if done.exists() and directory.is_dir():
             return json.loads(done.read_text(), object_hook=_decode_paths)
+        done.unlink(missing_ok=True)
         shutil.rmtree(directory, ignore_errors=True)  # an attempt that failed
         directory.mkdir()
         result = build(directory)
@@ -189,14 +215,41 @@ def built_once(tmp_path_factory, name: str, build):
         return result
 
 
+def _digest(inputs: "list[str | Path]") -> str:
+    """sha256 (16 hex digits) of the inputs: a Path's files (names and bytes, in order), a str as is."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for item in inputs:
+        if isinstance(item, Path):
+            files = sorted(p for p in item.rglob("*") if p.is_file()) if item.is_dir() else [item]
+            for f in files:
+                digest.update(f"\0file {f.relative_to(item) if item.is_dir() else f}\0".encode())
+                digest.update(f.read_bytes())
+        else:
+            digest.update(f"\0str {item}\0".encode())
+    return digest.hexdigest()[:16]
+
+
+@pytest.fixture(scope="session")
+def r_identity() -> str:
+    """Which R installs the fixture packages: its front end and `R --version` (a fixture library built
+    by one R is rebuilt for another)."""
+    r = shutil.which("R")
+    if not r:
+        return "no R"
+    proc = subprocess.run([r, "--version"], capture_output=True, text=True, timeout=60)
+    return f"{os.path.realpath(r)}\n{proc.stdout}"
+
+
 @pytest.fixture(scope="session")
 def build_once(tmp_path_factory):
-    """built_once(tmp_path_factory, name, build) for fixtures in other conftests."""
-    return lambda name, build: built_once(tmp_path_factory, name, build)
+    """built_once(tmp_path_factory, name, build, inputs=None) for fixtures in other conftests."""
+    return lambda name, build, inputs=None: built_once(tmp_path_factory, name, build, inputs)
 
 
 @pytest.fixture(scope="session")
-def torch_parity_lib(build_once) -> Path:
+def torch_parity_lib(build_once, r_identity) -> Path:
     """An R library holding the plain-R stand-in for R torch (fixtures/rpkgs/torch-parity) as package
     `torch`, installed by R CMD INSTALL once for all workers (the parity and soak tests read it)."""
     def install(root: Path) -> Path:
@@ -204,7 +257,8 @@ def torch_parity_lib(build_once) -> Path:
         shutil.copytree(FIXTURES / "rpkgs" / "torch-parity", stage)
         return r_cmd_install(root / "lib", stage)
 
-    return build_once("torch-parity-lib", install)
+    return build_once("torch-parity-lib", install,
+                      inputs=[FIXTURES / "rpkgs" / "torch-parity", Path(__file__), r_identity])
 
 
 def _encode_path(value):

@@ -42,8 +42,9 @@ def _staged(fixture: str, version: str, stage: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
-def rlibs(r_install, build_once) -> dict[str, Path]:
-    """name -> installed library dir (see LIBRARIES); installed once for all xdist workers."""
+def rlibs(r_install, build_once, r_identity) -> dict[str, Path]:
+    """name -> installed library dir (see LIBRARIES); installed once, kept between runs while the
+    fixture packages, this file and R stay the same (tests/conftest.py: built_once)."""
     def install(root: Path) -> dict[str, Path]:
         libs = {}
         for name, packages in LIBRARIES.items():
@@ -53,7 +54,7 @@ def rlibs(r_install, build_once) -> dict[str, Path]:
         (libs["baddesc"] / "torch" / "DESCRIPTION").write_bytes(bytes(range(0x80, 0x100)) * 3)
         return libs
 
-    return build_once("rlibs", install)
+    return build_once("rlibs", install, inputs=[RPKGS, Path(__file__), REPO / "tests" / "conftest.py", r_identity])
 
 
 @pytest.fixture(scope="session")

@@ -127,7 +127,7 @@ def test_a_trial_sharing_its_cpu_with_busy_loops_is_not_a_hang(r_and_torch, surv
     """A trial that must wait for its CPU runs past its timeout and is not called a hang. The load is
     scaled to the trial, not to the machine: a first trial alone on one CPU measures the CPU time it
     needs (R and torch start-up: about 0.8 s on one machine, 2.5 s on another), then enough busy loops
-    share that CPU with the second trial that its fair share needs at least three timeouts of wall time
+    share that CPU with the second trial that its fair share needs at least two timeouts of wall time
     (on one CPU, with n loops each in a session of its own, wall time is about (n + 1) x CPU time),
     doubled while the counters do not show it. The kernel's counters (schedstat run
     delay) must show that it waited for the CPU, which is what the watchdog has to tell from a hang.
@@ -139,7 +139,9 @@ def test_a_trial_sharing_its_cpu_with_busy_loops_is_not_a_hang(r_and_torch, surv
     needs_cpu_s = calibration.usage["cpu_s"]
     assert needs_cpu_s > 0, calibration.usage
     timeout = 4.0
-    loops = max(3, math.ceil(3 * timeout / needs_cpu_s) - 1)
+    # Two timeouts, not more: the loops burn that CPU for as long as the trial runs (each timeout of
+    # margin costs 4 s of a CPU the other tests could use), and too few are doubled below anyway.
+    loops = max(3, math.ceil(2 * timeout / needs_cpu_s) - 1)
     for _ in range(3):  # more load until the kernel's counters show the contention (a scheduler may share otherwise)
         result = _trial_on_one_cpu(cpu, busy_loops=loops, timeout=timeout)
         (trial,) = result.trials
