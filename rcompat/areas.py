@@ -26,6 +26,7 @@ from rcompat.errors import UsageError
 from rcompat.isolate import allow_children, children_started, children_stopped_on_interrupt, wait_for_next_child
 from rcompat.model import Finding, Report, Status, share_duration
 from rcompat.progress import Progress, disabled
+from rcompat.termination import despite_interrupts
 
 # Order is the order of the report: the stack from the bottom (the system, R, Python) up to the GPU and the
 # combinations that break in one process.
@@ -182,7 +183,7 @@ class DoctorInterrupted(KeyboardInterrupt):
         self.signum = getattr(cause, "signum", signal.SIGINT)
 
 
-def start_early(order: list[str], ctx: Context) -> list[threading.Thread]:
+def start_early(order: list[str], ctx: Context, started: list[threading.Thread]) -> None:
     """Each area's START facts, in `order` (the slowest first), each in a thread of its own that
     computes it through ctx.memo, before any area thread starts: the run's long children (the race
     trial, reticulate's discovery) start at once, one after the other, rather than after the area
@@ -195,8 +196,9 @@ def start_early(order: list[str], ctx: Context) -> list[threading.Thread]:
     its children too (Linux keeps a nice value per thread, and threads and processes inherit it from
     the thread that starts them), so where CPUs are fewer than the run's children (2 CPUs: the trial,
     discovery, this process's ELF reading) the trial is not the one kept waiting. Where CPUs are free
-    the nice value changes nothing."""
-    started, nice = [], 0
+    the nice value changes nothing. Each thread is appended to `started` as it starts, so a caller
+    interrupted meanwhile still knows every thread to wait for."""
+    nice = 0
     for area in order:
         try:
             facts = getattr(importlib.import_module(AREA_MODULES.get(area) or DEEP_AREAS[area]), "START", ())
@@ -208,13 +210,12 @@ def start_early(order: list[str], ctx: Context) -> list[threading.Thread]:
                                       name=f"rcompat-start-{area}")
             count = children_started()
             thread.start()
+            started.append(thread)  # at once: an interrupt in the waits below must still find it
             if first:  # its child starts first (its imports take a few ms); the others yield to it,
                 # if it has one (a trial read from the cache has none)
                 nice = BACKGROUND_NICE if wait_for_next_child(count, thread, START_WAIT_S) else 0
             else:  # the others own their facts before any area thread can ask for them
                 ctx.wait_for_claim(thread, START_WAIT_S)
-            started.append(thread)
-    return started
 
 
 START_WAIT_S = 2.0  # a bound only: the trial's child starts some 40 ms after its thread, a claim at once
@@ -245,12 +246,13 @@ def _run_areas(chosen: list[str], order: list[str], jobs: int, run_one: Callable
             for area in chosen:
                 run_one(area)
         else:
+            early: list[threading.Thread] = []
             try:
                 with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="rcompat-area") as pool:
                     futures = []
                     try:
                         with children_stopped_on_interrupt():  # Ctrl-C: the area threads' children too
-                            start_early(order, ctx)
+                            start_early(order, ctx, early)
                             futures += [pool.submit(run_one, area) for area in order]
                             for future in futures:
                                 future.result()
@@ -259,7 +261,10 @@ def _run_areas(chosen: list[str], order: list[str], jobs: int, run_one: Callable
                         for future in futures:
                             future.cancel()  # areas not started yet never start
                         raise
-            finally:
+            finally:  # a START thread removes its child's directory once the child is gone (killed on an
+                # interrupt): the process must not exit first, which left rcompat-child-* behind
+                for thread in early:
+                    despite_interrupts(thread.join)
                 allow_children()
 
 
