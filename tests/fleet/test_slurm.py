@@ -2,6 +2,7 @@
 nodes, n2 made to differ by a TaskProlog, n3 taken down in the middle of a run."""
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import subprocess
@@ -139,6 +140,25 @@ def _health(cluster, command: str) -> None:
     (cluster.root / "health.cmd").write_text(command + "\n")
 
 
+@contextmanager
+def _health_stopped(cluster):
+    """Empty health.cmd, then hold every node's health-check lock for the block: a check already
+    running (R's verification takes seconds) ends first, and none starts meanwhile. Emptying the file
+    alone let a check started before it end after the test's resume and drain n2 again, failing the
+    next test's wait for idle nodes."""
+    (cluster.root / "health.cmd").write_text("")
+    held = []
+    try:
+        for node in ("n1", "n2", "n3"):
+            lock = open(cluster.root / f"health-{node}.lock", "a")
+            held.append(lock)
+            fcntl.flock(lock, fcntl.LOCK_EX)  # waits for the check in flight to end: an event, not a speed
+        yield
+    finally:
+        for lock in held:
+            lock.close()
+
+
 def _wait_for_line(path: Path, text: str) -> None:
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline:
@@ -161,8 +181,8 @@ def test_health_check_program_drains_the_failing_node_only(slurm_cluster, privat
         assert reason.startswith("rcompat: FAIL R-TORCH-VERIFY"), reason
         assert cluster.states()["n1"] == "idle" and cluster.states()["n3"] == "idle"
     finally:
-        (cluster.root / "health.cmd").write_text("")
-        cluster.resume("n2")
+        with _health_stopped(cluster):
+            cluster.resume("n2")
 
 
 def test_rcompat_own_failure_never_drains(slurm_cluster):
@@ -178,7 +198,8 @@ def test_rcompat_own_failure_never_drains(slurm_cluster):
         assert "health check could not run" in text[text.index(marker):]
         assert cluster.states()["n1"] == "idle"
     finally:
-        (cluster.root / "health.cmd").write_text("")
+        with _health_stopped(cluster):
+            pass
 
 
 def test_ctrl_c_cancels_the_step_and_leaves_no_part_file(slurm_cluster, tmp_path):
