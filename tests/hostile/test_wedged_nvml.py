@@ -104,8 +104,29 @@ def _children_of_session(sid: int) -> list[int]:
     return found
 
 
-def _terminated_while_nvml_hangs(fake_nvml, sentinel, *argv):
-    """Run rcompat `argv` on the hanging NVML, SIGTERM it once the NVML child runs; (returncode, stdout,
+def _only_waiting_on(pid: int, children: list[int]) -> bool:
+    """Whether rcompat `pid` has nothing left to do but wait for `children`: no other child of its
+    own, and every thread of it asleep (a thread that is runnable but not given a CPU reads R)."""
+    for name in os.listdir("/proc"):
+        if name.isdigit() and int(name) not in children:
+            try:
+                stat = Path(f"/proc/{name}/stat").read_bytes()
+            except OSError:
+                continue
+            if int(stat[stat.rfind(b")") + 2:].split()[1]) == pid:
+                return False
+    try:
+        states = [Path(f"/proc/{pid}/task/{tid}/stat").read_bytes().rsplit(b")", 1)[1].split()[0]
+                  for tid in os.listdir(f"/proc/{pid}/task")]
+    except OSError:
+        return False
+    return all(state == b"S" for state in states)
+
+
+def _terminated_while_nvml_hangs(fake_nvml, sentinel, *argv, settled: bool = False):
+    """Run rcompat `argv` on the hanging NVML, SIGTERM it once the NVML child runs (and, `settled`,
+    once rcompat does nothing but wait for it, twice in a row: the doctor starts NVML's child before
+    its area threads, so the other areas may not have finished when it appears); (returncode, stdout,
     stderr, the children it had)."""
     env = {**sentinel.env(), "LD_LIBRARY_PATH": str(fake_nvml["hang"])}
     proc = subprocess.Popen([sys.executable, "-m", "rcompat", *argv], cwd=sentinel.work,
@@ -117,6 +138,11 @@ def _terminated_while_nvml_hangs(fake_nvml, sentinel, *argv):
             time.sleep(0.05)  # until the NVML child runs (in a session of its own)
         children = _children_of_session(proc.pid)
         assert children, "the NVML child never started"
+        quiet = 0
+        while settled and quiet < 2 and time.monotonic() < deadline:
+            quiet = quiet + 1 if _only_waiting_on(proc.pid, children) else 0
+            time.sleep(0.05)
+        assert quiet >= 2 or not settled, "rcompat never settled into waiting for the NVML child"
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=30)
     finally:
@@ -135,7 +161,7 @@ def test_sigterm_ends_device_waiting_on_a_wedged_nvml(fake_nvml, sentinel):
 
 def test_sigterm_during_the_doctor_reports_what_finished(fake_nvml, sentinel):
     returncode, out, err, children = _terminated_while_nvml_hangs(
-        fake_nvml, sentinel, "doctor", "--only", "system,cuda", "--timeout", "120", "--format", "json")
+        fake_nvml, sentinel, "doctor", "--only", "system,cuda", "--timeout", "120", "--format", "json", settled=True)
     assert returncode == 128 + signal.SIGTERM and "terminated by SIGTERM" in err, err
     import json
 
