@@ -257,7 +257,11 @@ def _get_of(put: bytes) -> bytes:
 def _in_sequence(packed: bytes) -> bool:
     """Whether `packed` (whole PUT opcodes) is what pickle writes for PUTs 0, 1, 2, …: a prefix of the
     sequence, made once a process (~20 us for a 256-tensor file's) and kept up to _KEPT bytes; a longer
-    one is made for the call alone. A prefix of whole opcodes ends where one of the sequence's does."""
+    one is made for the call alone. Its length must end where one of the sequence's opcodes does, so a
+    prefix means exactly what comparing with `_sequential_puts(len(packed))` meant."""
+    length = len(packed)
+    if (length & 1) if length <= len(_Q_PUTS) else (length - len(_Q_PUTS)) % 5:
+        return False
     sequence = _SEQUENCE[0]
     if len(sequence) < len(packed):
         sequence = _sequential_puts(max(len(packed), min(2 * len(sequence), _KEPT)))
