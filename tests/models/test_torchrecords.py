@@ -272,3 +272,22 @@ def test_every_one_byte_change_in_a_run_is_answered_as_the_walk_answers():
         for value in {data[i] ^ 1, 0x71, 0x00}:
             in_bulk += assert_same(data[:i] + bytes([value]) + data[i + 1:])
     assert in_bulk > 100
+
+
+def test_put_sequence_is_pickles_own_whatever_the_process_kept():
+    """The PUT sequence is made once a process and kept: each check must still hold a file's PUTs to
+    exactly what pickle writes, before and after a longer sequence is kept, and refuse the rest."""
+    import pickletools
+
+    dumped = pickle.dumps([[str(i)] for i in range(700)], protocol=2)   # lists and strings: memoized
+    puts = [dumped[pos:pos + (2 if op.name == "BINPUT" else 5)]
+            for op, _, pos in pickletools.genops(dumped) if op.name in ("BINPUT", "LONG_BINPUT")]
+    assert len(puts) == 1401 and puts[300][:1] == b"r"
+    for n in (1, 256, 257, 1400, 40, 300):    # short after long: the kept sequence's prefix
+        packed = b"".join(puts[:n])
+        assert torchrecords._in_sequence(packed)
+        assert not torchrecords._in_sequence(packed[:-1])                   # a PUT cut short
+        assert not torchrecords._in_sequence(packed + b"r")                 # a partial one after
+        skipped = b"".join(puts[:n - 1] + puts[n:n + 1])                    # an index left out
+        assert not torchrecords._in_sequence(skipped)
+        assert not torchrecords._in_sequence(packed[:-1] + bytes([packed[-1] ^ 1]))
