@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import shlex
+import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -73,8 +74,6 @@ class RaceResult:
         return shlex.join(argv)
 
     def summary(self, mode: str) -> dict[str, Any]:
-        import statistics  # here: not on the way to the doctor's trial child (fractions, decimal)
-
         trials = self.trials_of(mode)
         first = self.first_failure(mode)
         durations = [t.duration_s for t in trials]
