@@ -9,21 +9,9 @@ Imports here stay light: rpy2 is only ever imported in the worker child.
 """
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 from rcompat.r.host import host_is_r, locate_r, r_host
 
-__all__ = ["probe", "RFacts", "host_is_r", "locate_r", "r_host", "scripts_dir"]
-
-
-def scripts_dir() -> Path:
-    """rcompat/r_scripts/, package data beside this package in a checkout and an installed wheel alike;
-    RCOMPAT_R_SCRIPTS overrides (a copy elsewhere). Here, not in rcompat.r.facts, so that the doctor's
-    race trial names r_facts.R to its child without importing the R probe's modules first (~5 ms
-    before the run's longest child starts)."""
-    override = os.environ.get("RCOMPAT_R_SCRIPTS")
-    return Path(override) if override else Path(__file__).resolve().parents[1] / "r_scripts"
+__all__ = ["probe", "RFacts", "host_is_r", "locate_r", "r_host"]
 
 
 def probe(*args, **kwargs):
