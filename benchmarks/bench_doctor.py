@@ -25,6 +25,15 @@ takes 2.6-2.8 s for 2.05 s of CPU, against ~1.9 s alone: what the other CPU's wo
 two CPUs (shared caches, wake-ups landing on its CPU). So 1.0x is in reach only where the trial's
 child has a CPU to itself and the rest fits on the other: at best about 1.0-1.05x on 2 quiet CPUs.
 
+A cold run's timeline (issue 31, perf_counter stamps from every process, load 1.3-2.3, medians of 8):
+the trial's child starts 78 ms after the doctor is launched (Python's start, imports and argparse up
+to 0.10 s at load; the trial's thread spawns it ~35 ms after it starts) and runs ~2.0 s, against
+1.73 s alone (a busy loop at nice 19 on the other CPU alone costs it 0.05-0.12 s: the doctor's 1.3 s
+of CPU beside it cannot be hidden on 2 CPUs); after it ends: ~20 ms until its pipes close (the
+kernel unmaps torch and R first), ~35 ms of the areas' checks on its facts and the report, and was
+~60 ms of the interpreter's teardown, which the doctor now skips (end_without_teardown): 71 ms from
+the child's exit to the doctor's, against 122 ms.
+
     .venv/bin/python benchmarks/bench_doctor.py [--repeat 3]
 """
 from __future__ import annotations

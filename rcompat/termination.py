@@ -44,9 +44,12 @@ def terminating_signals_interrupt() -> Iterator[None]:
         return
     raised = False
 
-    def handler(signum: int, _frame) -> None:
+    def handler(signum: int, frame) -> None:
         nonlocal raised
         if not raised:
+            if _in_import_machinery(frame):  # raised there, it can leave the import lock held: every
+                _deliver_again(signum)       # thread's next import then hangs, and so does the clean-up
+                return
             raised = True
             raise Terminated(signum)
 
@@ -59,6 +62,22 @@ def terminating_signals_interrupt() -> Iterator[None]:
     finally:
         for signum, old in previous.items():
             signal.signal(signum, old)
+
+
+def _in_import_machinery(frame) -> bool:
+    """Whether the main thread was running importlib's own code (between taking the global import lock
+    and the `try` that releases it, say): a doctor interrupted there hung in 1 of ~20 SIGHUPs, its
+    START threads waiting for that lock forever and the doctor joining them."""
+    return frame is not None and frame.f_code.co_filename.startswith("<frozen importlib")
+
+
+def _deliver_again(signum: int) -> None:
+    """The same signal again in 5 ms, when the main thread has left importlib's code."""
+    import os
+
+    timer = threading.Timer(0.005, os.kill, (os.getpid(), signum))
+    timer.daemon = True
+    timer.start()
 
 
 def despite_interrupts(clean_up: Callable[..., Any], *args: Any, **kwargs: Any) -> None:

@@ -186,32 +186,46 @@ def emit_report(report: Report, args: argparse.Namespace, prefix: str = "") -> i
 
 
 _KEPT_UNTIL_EXIT: list = []
+_EXIT_HANDLERS_FIRST: list = []  # a request made with exit_handlers=True
 
 
-def end_without_teardown(*results: object) -> None:
+def end_without_teardown(*results: object, exit_handlers: bool = False) -> None:
     """Ask for the process to end as soon as this command returns, keeping `results` (the command's
     large data) alive until then instead of freeing them object by object and finalizing the
     interpreter: ~13 ms of `elf symbols`' ~150 on libtorch_cpu.so (benchmarks/bench_elf_symbols.py).
     A command asks once its output is written and when it holds nothing that must be closed or
-    flushed besides the standard streams. See exit_if_asked for when the request is honoured."""
+    flushed besides the standard streams. See exit_if_asked for when the request is honoured.
+
+    `exit_handlers=True`: the atexit callbacks registered by then run first, as the interpreter's exit
+    would run them, rather than keeping the process from ending early, for a command that has used the
+    standard modules which register some (concurrent.futures brings logging.shutdown, a
+    tempfile.TemporaryDirectory weakref.finalize's): `doctor`, whose teardown (its modules, pyelftools'
+    and the report's objects freed one by one) took 60-150 ms after the report was written."""
     _KEPT_UNTIL_EXIT.append(results)
+    if exit_handlers:
+        _EXIT_HANDLERS_FIRST.append(True)
 
 
 def exit_if_asked(code: int, as_program: bool) -> None:
     """End the process with `code` now (os._exit, after flushing the standard streams) when the command
     asked for it (end_without_teardown), rcompat runs as the program (`as_program`: main() called
     without argv, as the console script and `python -m rcompat` call it; never in-process callers such
-    as tests or the R package), nothing is registered with atexit (coverage, logging, a thread pool)
-    and no other thread runs; otherwise forget the request and return."""
+    as tests or the R package), nothing is registered with atexit (coverage, logging, a thread pool;
+    or the request asked to run those callbacks first) and no other thread runs; otherwise forget the
+    request and return."""
     import atexit
     import os
 
     threading = sys.modules.get("threading")
-    pending = getattr(atexit, "_ncallbacks", lambda: 1)()  # CPython's count; elsewhere assume some
+    run_handlers = bool(_EXIT_HANDLERS_FIRST) and hasattr(atexit, "_run_exitfuncs")  # CPython's
+    pending = 0 if run_handlers else getattr(atexit, "_ncallbacks", lambda: 1)()  # CPython's; elsewhere some
     asked = bool(_KEPT_UNTIL_EXIT)
     _KEPT_UNTIL_EXIT.clear()
+    _EXIT_HANDLERS_FIRST.clear()
     if not (asked and as_program and not pending and (threading is None or threading.active_count() == 1)):
         return
+    if run_handlers:  # as the interpreter's exit runs them, once no other thread is left (checked above)
+        atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()

@@ -56,4 +56,8 @@ def run(args: argparse.Namespace) -> int:
     except DoctorInterrupted as stopped:  # what finished is written, then the exit code says why it ended
         emit_report(stopped.report, args)
         raise stopped.cause from None
-    return emit_report(report, args)
+    code = emit_report(report, args)
+    from rcompat.cli.common import end_without_teardown
+
+    end_without_teardown(report, exit_handlers=True)  # written: no need to free every module and object
+    return code

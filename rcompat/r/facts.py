@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from rcompat.isolate import ChildResult, run_child, run_python_child
+from rcompat.r.scripts import scripts_dir  # noqa: F401 - its callers import it from here
 from rcompat.r.compiler import probe_compiler
 from rcompat.r.host import RInstall, locate_r, r_host
 from rcompat.r.runtime import bound_python, torch_runtime
@@ -24,13 +25,6 @@ DEFAULT_TIMEOUT_S = 60.0
 ENGINES = ("auto", "rpy2", "rscript")
 PACKAGES = ("torch", "keras", "keras3", "tensorflow", "reticulate", "RcppCNPy", "Rcpp")
 _OS_NAMES = (("mingw", "windows"), ("windows", "windows"), ("darwin", "macos"), ("linux", "linux"))
-
-
-def scripts_dir() -> Path:
-    """rcompat/r_scripts/, package data beside this module in a checkout and an installed wheel alike;
-    RCOMPAT_R_SCRIPTS overrides (a copy elsewhere)."""
-    override = os.environ.get("RCOMPAT_R_SCRIPTS")
-    return Path(override) if override else Path(__file__).resolve().parents[1] / "r_scripts"
 
 
 @dataclass

@@ -99,7 +99,7 @@ def doctor_trial(ctx) -> tuple[list[Finding], dict, dict | None]:
 def _r_facts_script(ctx) -> str | None:
     """r_facts.R, when an area of this run reads R's facts (rcompat.r.checks.shared_r_facts) through
     rpy2 in R's own library paths: what the trial's child can answer for (it gets no R_LIBS)."""
-    from rcompat.r.facts import scripts_dir
+    from rcompat.r.scripts import scripts_dir
 
     if not set(R_FACT_READERS) & set(ctx.areas) or ctx.options.get("r_lib_paths") \
             or ctx.options.get("r_engine", "auto") == "rscript":

@@ -179,3 +179,28 @@ def test_an_ignored_sighup_stays_ignored(tmp_path):
               "signal.getsignal(signal.SIGTERM) not in (signal.SIG_DFL, signal.SIG_IGN))")
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=str(REPO), timeout=60)
     assert out.stdout.split() == ["True", "True"], out.stderr
+
+
+def test_a_signal_inside_importlib_is_raised_once_the_main_thread_has_left_it():
+    """Raised in importlib's own code, Terminated could leave the global import lock held: every other
+    thread's next import hung, and the doctor with them (1 SIGHUP in ~20). There the handler sends the
+    signal again instead, and it is raised in the main thread's own code; elsewhere it is raised at once."""
+    import importlib._bootstrap as bootstrap
+
+    from rcompat.termination import Terminated, terminating_signals_interrupt
+
+    import_frame = bootstrap._call_with_frames_removed(lambda: sys._getframe(1))
+    assert import_frame.f_code.co_filename.startswith("<frozen importlib")
+    with terminating_signals_interrupt():
+        handler = signal.getsignal(signal.SIGTERM)
+        with pytest.raises(Terminated):
+            try:
+                handler(signal.SIGTERM, import_frame)  # not raised here: delivered again
+            except Terminated:
+                pytest.fail("Terminated raised inside importlib's code")
+            deadline = time.monotonic() + 30  # a bound only: the signal comes again after 5 ms
+            while time.monotonic() < deadline:
+                time.sleep(0.01)
+    with terminating_signals_interrupt():
+        with pytest.raises(Terminated):
+            signal.getsignal(signal.SIGTERM)(signal.SIGTERM, sys._getframe())
