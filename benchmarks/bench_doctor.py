@@ -69,7 +69,7 @@ def baseline(env: dict[str, str]) -> tuple[float, str, float]:
 def trial_child() -> list[str]:
     """The command line of the cold doctor's race trial child, as rcompat.race.runner starts it for
     the doctor's trial (rcompat.race.checks.DOCTOR_TRIAL, reporting torch's and R's facts after it)."""
-    from rcompat.r.facts import scripts_dir
+    from rcompat.r.scripts import scripts_dir
     from rcompat.race.checks import DOCTOR_TRIAL
 
     config = {"mode": DOCTOR_TRIAL["mode"], "seed": DOCTOR_TRIAL["seed"], "device": DOCTOR_TRIAL["device"],

@@ -51,7 +51,7 @@ def write_inputs(inputs: dict, work: Path) -> None:
 
 def run_r_side(options, inputs: dict, work: Path) -> ChildResult:
     """Run parity.R on `inputs` in `work`; the caller reads WORKDIR/out and the JSON lines."""
-    from rcompat.r.facts import scripts_dir
+    from rcompat.r.scripts import scripts_dir
 
     if options.cases:
         raise UsageError("--cases adds Python functions; it works with --side python only")

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from rcompat.isolate import ChildResult, run_child, run_python_child
-from rcompat.r.scripts import scripts_dir  # noqa: F401 - its callers import it from here
+from rcompat.r.scripts import scripts_dir
 from rcompat.r.compiler import probe_compiler
 from rcompat.r.host import RInstall, locate_r, r_host
 from rcompat.r.runtime import bound_python, torch_runtime

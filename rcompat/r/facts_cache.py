@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from rcompat import cache
-from rcompat.r.facts import PackageFact, RFacts, child_environment, probe, scripts_dir
+from rcompat.r.facts import PackageFact, RFacts, child_environment, probe
+from rcompat.r.scripts import scripts_dir
 from rcompat.r.host import locate_r, r_host
 from rcompat.r.runtime import bound_python, torch_runtime
 

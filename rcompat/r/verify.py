@@ -13,7 +13,8 @@ from typing import Any
 
 from rcompat.isolate import ChildResult, child_failure, run_child
 from rcompat.model import Finding, Status
-from rcompat.r.facts import RFacts, scripts_dir
+from rcompat.r.facts import RFacts
+from rcompat.r.scripts import scripts_dir
 from rcompat.r.verify_remedy import diagnose, user_output
 
 AREA = "r"

@@ -95,10 +95,6 @@ rcompat_core_facts <- function(packages = rcompat_packages) {
   )
 }
 
-# reticulate's choice of Python without initialising it. The environment variables are read
-# directly. py_discover_config() is asked only when it cannot change the machine: in reticulate
-# 1.28, with a Miniconda lacking its r-reticulate environment, or a conda with no environment, it
-# calls conda_create(); then only the variables are reported.
 # reticulate's namespace. reticulate Imports Matrix (its DESCRIPTION), and loadNamespace() caches the
 # S4 methods of a namespace it loads while S4 dispatch is on (methods::cacheMetaData): for Matrix
 # that is ~0.8 s of CPU, more than the rest of a discovery child, for methods discovery never meets
@@ -112,6 +108,10 @@ rcompat_reticulate_namespace <- function(lean = FALSE) {
   asNamespace("reticulate")
 }
 
+# reticulate's choice of Python without initialising it. The environment variables are read
+# directly. py_discover_config() is asked only when it cannot change the machine: in reticulate
+# 1.28, with a Miniconda lacking its r-reticulate environment, or a conda with no environment, it
+# calls conda_create(); then only the variables are reported.
 rcompat_reticulate_facts <- function(discover = TRUE, lean = FALSE) {
   vars <- c("RETICULATE_PYTHON", "RETICULATE_PYTHON_ENV", "RETICULATE_PYTHON_FALLBACK",
             "RETICULATE_MINICONDA_ENABLED", "RETICULATE_USE_MANAGED_VENV")

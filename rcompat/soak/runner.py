@@ -147,7 +147,7 @@ def _run_child(options: SoakOptions, warmups: int, work: Path) -> ChildResult:
     if options.side == "r":
         from rcompat.isolate import run_child
         from rcompat.parity.rside import find_rscript
-        from rcompat.r.facts import scripts_dir
+        from rcompat.r.scripts import scripts_dir
 
         rscript, env = find_rscript(options.rscript)
         script = scripts_dir() / R_SCRIPT

@@ -102,7 +102,7 @@ def test_rules_check_on_this_r(tier, tier_facts):
 def test_lean_discovery_reports_what_plain_discovery_does(tier):
     """r_facts.R's `lean` (reticulate loaded with S4 dispatch off, Matrix's methods not cached) on
     R 4.5 and reticulate 1.41: the same reticulate facts as a plain child, with a Python set and without."""
-    script = tier.run([f"{tier.venv}/bin/python", "-c", "from rcompat.r.facts import scripts_dir; "
+    script = tier.run([f"{tier.venv}/bin/python", "-c", "from rcompat.r.scripts import scripts_dir; "
                        "print(scripts_dir() / 'r_facts.R')"], check=True).stdout.strip()
     for env in ({}, {"RETICULATE_PYTHON": f"{tier.venv}/bin/python"}):
         said = [json.loads(tier.run(["Rscript", script, "reticulate", "discover", *lean], env=env, check=True)
