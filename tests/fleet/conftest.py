@@ -136,8 +136,11 @@ fi
 
 # slurmd runs this on every node every 2 s with only SLURMD_NODENAME set; it does nothing until a test
 # writes the commands to run into health.cmd (sourced, with the node's name in $SLURMD_NODENAME).
+# ulimit -c 0: slurmd raises its children's core limit, and the odd R library's verification child dies
+# on SIGSEGV on purpose; each such check left a 60 MB `core` in the directory slurmd was started from.
 HEALTH_CHECK = """#!/bin/sh
 [ -s {root}/health.cmd ] || exit 0
+ulimit -c 0
 exec 9>{root}/health-$SLURMD_NODENAME.lock
 flock -n 9 || exit 0  # slurmd starts one every 2 s: never two at once on a node
 export SLURM_CONF={conf} PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
@@ -152,9 +155,11 @@ def _odd_r_lib(root: Path, r_install) -> Path:
     return r_install(root / "odd-rlib", stage / "torch")
 
 
-def _start(argv: list[str], log: Path, env: dict[str, str]) -> subprocess.Popen:
+def _start(argv: list[str], log: Path, env: dict[str, str], cwd: Path) -> subprocess.Popen:
+    """A daemon started in `cwd` (the cluster's temporary root), not the checkout: what its children
+    leave in their working directory stays there."""
     return subprocess.Popen(argv, stdout=log.open("ab"), stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                            env=env, start_new_session=True)
+                            env=env, start_new_session=True, cwd=cwd)
 
 
 def _stop(procs: dict[str, subprocess.Popen]) -> None:
@@ -198,12 +203,12 @@ def slurm_cluster(tmp_path_factory, r_install):
     try:
         procs["munged"] = _start(["munged", "-F", "--force", f"--key-file={key}", f"--socket={root}/munge/socket",
                                   f"--pid-file={root}/munge/pid", f"--log-file={root}/log/munged.log",
-                                  f"--seed-file={root}/munge/seed"], root / "log" / "munged.out", full)
+                                  f"--seed-file={root}/munge/seed"], root / "log" / "munged.out", full, root)
         _wait_for(root / "munge" / "socket", procs["munged"], "munged's socket")
-        procs["slurmctld"] = _start(["slurmctld", "-D", "-f", str(conf)], root / "log" / "slurmctld.out", full)
+        procs["slurmctld"] = _start(["slurmctld", "-D", "-f", str(conf)], root / "log" / "slurmctld.out", full, root)
         for node in NODES:
             procs[f"slurmd-{node}"] = _start(["slurmd", "-D", "-N", node, "-f", str(conf)],
-                                             root / "log" / f"slurmd-{node}.out", full)
+                                             root / "log" / f"slurmd-{node}.out", full, root)
         cluster = Cluster(root=root, conf=conf, env=env, procs=procs, odd_r_lib=odd_r_lib, odd_ld_path=odd_ld)
         cluster.wait_until({n: "idle" for n in NODES}, "the three nodes up")
         yield cluster
