@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from rcompat.cuda.facts import CudaFacts, gather
-from rcompat.cuda.libs import LibraryScan, scan, search_locations
+from rcompat.cuda.libs import LibraryScan, clashes, cudnn_split, scan, search_locations
 from rcompat.cuda.torch_probe import torch_distribution
 from rcompat.cuda.nvml import NvmlFacts, probe_nvml
 from rcompat.r.checks import shared_r_facts
@@ -178,21 +178,19 @@ def check_torch_arch(ctx) -> Iterable[Finding]:
 
 
 def check_libs(ctx) -> Iterable[Finding]:
-    from rcompat.cuda.libs import clashes
-
-    scan = cuda_facts(ctx).libraries
-    if not scan.libraries:
+    on_disk = cuda_facts(ctx).libraries
+    if not on_disk.libraries:
         yield _f("CUDA-LIBS", Status.SKIP, "no CUDA libraries found on disk",
-                 evidence={"searched": scan.searched})
+                 evidence={"searched": on_disk.searched})
     else:
-        summary = ", ".join(f"{lib.soname or lib.family} {lib.version or '?'} ({lib.origin})" for lib in scan.libraries)
-        yield _f("CUDA-LIBS", Status.OK, f"{len(scan.libraries)} CUDA librar{'y' if len(scan.libraries) == 1 else 'ies'}"
+        summary = ", ".join(f"{lib.soname or lib.family} {lib.version or '?'} ({lib.origin})" for lib in on_disk.libraries)
+        yield _f("CUDA-LIBS", Status.OK, f"{len(on_disk.libraries)} CUDA librar{'y' if len(on_disk.libraries) == 1 else 'ies'}"
                  " found on disk", message=summary,
                  evidence={"libraries": [f"{lib.path} ({lib.soname}, {lib.version or '?'} from "
-                                         f"{lib.version_source or '-'})" for lib in scan.libraries],
-                           "searched": [p["dir"] for p in scan.searched]})
-    found = clashes(scan)
-    if not found and scan.libraries:
+                                         f"{lib.version_source or '-'})" for lib in on_disk.libraries],
+                           "searched": [p["dir"] for p in on_disk.searched]})
+    found = clashes(on_disk)
+    if not found and on_disk.libraries:
         yield _f("CUDA-LIBS-DUPLICATE", Status.OK, "one build of each CUDA library is reachable")
     for clash in found:
         builds = "; ".join(f"{b['version'] or '?'} at {', '.join(b['paths'])}" for b in clash["builds"])
@@ -208,12 +206,10 @@ def check_libs(ctx) -> Iterable[Finding]:
 
 
 def check_cudnn_split(ctx) -> Iterable[Finding]:
-    from rcompat.cuda.libs import cudnn_split
-
-    scan = cuda_facts(ctx).libraries
-    if not any(lib.family == "libcudnn" for lib in scan.libraries):
+    on_disk = cuda_facts(ctx).libraries
+    if not any(lib.family == "libcudnn" for lib in on_disk.libraries):
         return
-    splits = cudnn_split(scan)
+    splits = cudnn_split(on_disk)
     if not splits:
         yield _f("CUDA-CUDNN-SPLIT", Status.OK, "each cuDNN 9 finds its sub-libraries beside itself")
     for split in splits:
