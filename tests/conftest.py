@@ -16,8 +16,6 @@ FIXTURES = REPO / "fixtures"
 def run_cli(*args: str, timeout: float = 300, env: dict | None = None,
             input: str | None = None) -> subprocess.CompletedProcess:
     """Run the real `rcompat` CLI in a fresh interpreter, as a user would (`input`: text piped to stdin)."""
-    import os
-
     full_env = dict(os.environ)
     full_env.pop("NO_COLOR", None)
     if env:
@@ -30,7 +28,6 @@ def run_cli_on_tty(*args: str, timeout: float = 300, env: dict | None = None) ->
     """Run the CLI with stderr on a real pseudo-terminal and stdout on a pipe, as in a terminal with
     `> file`: (exit code, stdout bytes, everything written to the terminal)."""
     import fcntl
-    import os
     import pty
     import struct
     import termios
@@ -75,8 +72,6 @@ def tests_cache_dir() -> Path:
     """Where test artefacts are kept between runs: $RCOMPAT_TESTS_CACHE, else rcompat-tests/ in the
     user's cache directory ($XDG_CACHE_HOME or ~/.cache), as fixtures/upgrade/build.py and the
     benchmarks use it. Read before private_cache_dir replaces XDG_CACHE_HOME for the session."""
-    import os
-
     if os.environ.get("RCOMPAT_TESTS_CACHE"):
         return Path(os.environ["RCOMPAT_TESTS_CACHE"])
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
@@ -89,8 +84,6 @@ def private_cache_dir(tmp_path_factory):
     the user's ~/.cache: each session starts cold and leaves nothing behind. The CLI children inherit
     it through the environment. Test artefacts that stay the same from run to run (wheel members,
     fixture builds keyed by their inputs) are kept in the user's cache, named by RCOMPAT_TESTS_CACHE."""
-    import os
-
     previous = os.environ.get("XDG_CACHE_HOME")
     os.environ.setdefault("RCOMPAT_TESTS_CACHE", str(tests_cache_dir()))
     os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("xdg-cache"))
