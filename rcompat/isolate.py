@@ -124,17 +124,33 @@ def run_child(argv: Sequence[str], *, timeout: float, env: Mapping[str, str] | N
     private_tmp = None if env and "TMPDIR" in env else tempfile.mkdtemp(prefix="rcompat-child-")
     if private_tmp:
         full_env.update(TMPDIR=private_tmp, TMP=private_tmp, TEMP=private_tmp)
+    started: list[int] = []  # the child's pid, once it runs
     try:
-        return _run(argv, timeout, full_env, cwd, stdin, start, patience)
+        return _run(argv, timeout, full_env, cwd, stdin, start, patience, started)
     finally:
         if private_tmp:
             from rcompat.termination import despite_interrupts
 
-            despite_interrupts(shutil.rmtree, private_tmp, ignore_errors=True)
+            despite_interrupts(_remove_private_tmp, private_tmp, started)
+
+
+def _remove_private_tmp(path: str, started: list[int]) -> None:
+    """Remove a child's TMPDIR. After a kill (time-out, interrupt) the child is reaped but processes it
+    started may still be exiting and writing there (SIGKILL is not instant), so a directory that
+    survives the first removal is removed again once no process of the child's session still runs
+    (bounded: 2 s)."""
+    shutil.rmtree(path, ignore_errors=True)
+    if started and os.path.exists(path):
+        from rcompat.reaping import running_session_members
+
+        deadline = time.monotonic() + 2.0
+        while running_session_members(started[0]) and time.monotonic() < deadline:
+            time.sleep(0.01)  # waits for an event (the session empty), bounded; not for a speed
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def _run(argv: Sequence[str], timeout: float, full_env: dict[str, str], cwd: str | None,
-         stdin: str | None, start: float, patience: "Patience | None") -> ChildResult:
+         stdin: str | None, start: float, patience: "Patience | None", started: list[int]) -> ChildResult:
     global _started
     try:
         proc = subprocess.Popen(list(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -142,6 +158,7 @@ def _run(argv: Sequence[str], timeout: float, full_env: dict[str, str], cwd: str
                                 env=full_env, cwd=cwd, start_new_session=True)
     except (OSError, ValueError) as exc:
         return ChildResult(list(argv), 127, False, 0.0, "", f"cannot start {argv[0]}: {exc}")
+    started.append(proc.pid)
     inodes = [i for i in (pipe_inode(proc.stdout.fileno()), pipe_inode(proc.stderr.fileno())) if i]
     with _live_lock:
         _live[proc] = inodes

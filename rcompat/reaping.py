@@ -50,18 +50,29 @@ def _pids() -> list[int]:
         return []
 
 
-def _session_of(pid: int) -> int | None:
-    """Field 6 of /proc/<pid>/stat; the command name (field 2) may hold spaces and parentheses, so the
-    fields are counted after its last ')'."""
+def running_session_members(leader: int) -> list[int]:
+    """session_members without the zombies (ended, not yet reaped by their new parent, which may take a
+    while: they hold no file and write nothing)."""
+    return [other for other in session_members(leader) if (_stat_fields(other) or [b"Z"])[0] != b"Z"]
+
+
+def _stat_fields(pid: int) -> list[bytes] | None:
+    """/proc/<pid>/stat's fields from the third on (state, ppid, pgrp, session, ...); the command name
+    (field 2) may hold spaces and parentheses, so the fields are counted after its last ')'."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as fh:
             text = fh.read()
     except OSError:
         return None
-    fields = text[text.rfind(b")") + 2:].split()
+    return text[text.rfind(b")") + 2:].split()
+
+
+def _session_of(pid: int) -> int | None:
+    """Field 6 of /proc/<pid>/stat."""
+    fields = _stat_fields(pid)
     try:
         return int(fields[3])  # state, ppid, pgrp, session
-    except (IndexError, ValueError):
+    except (TypeError, IndexError, ValueError):
         return None
 
 

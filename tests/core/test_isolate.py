@@ -90,3 +90,37 @@ def test_another_interpreter_gets_rcompat_but_not_this_environment_s_packages(tm
     assert version.returncode == 0 and version.stdout.startswith("rcompat "), version.stderr
     same = run_python_child("site", timeout=60)  # this interpreter: the package's directory comes first
     assert f"'{here}'," in same.stdout
+
+
+
+def test_a_child_tmpdir_still_written_by_its_dying_session_is_removed_once_the_session_is_gone(tmp_path):
+    """After a kill the child is reaped, but processes it started may still be exiting and writing into
+    its TMPDIR: a removal that races them leaves the directory (rmtree's last rmdir meets new files).
+    The removal waits for the child's session to be empty and removes again. Here the child has ended
+    and left a grandchild writing in its session, which is killed 0.3 s into the removal."""
+    import subprocess
+    import threading
+
+    from rcompat.isolate import _remove_private_tmp
+    from rcompat.reaping import running_session_members
+
+    private = tmp_path / "rcompat-child-x"
+    private.mkdir()
+    child = subprocess.Popen(["sh", "-c", '(i=0; while :; do i=$((i+1)); : > "$TMPDIR/f$i"; done) & exit 0'],
+                             env={**os.environ, "TMPDIR": str(private)}, start_new_session=True)
+    child.wait()
+    try:
+        while not any(private.iterdir()):  # an event: the grandchild is writing
+            time.sleep(0.01)
+        assert running_session_members(child.pid)
+        killer = threading.Timer(0.3, os.killpg, (child.pid, signal.SIGKILL))
+        killer.start()
+        _remove_private_tmp(str(private), [child.pid])
+        killer.join()
+        assert not running_session_members(child.pid)
+        assert not private.exists()
+    finally:
+        try:
+            os.killpg(child.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
