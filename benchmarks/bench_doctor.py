@@ -75,6 +75,7 @@ def trial_child() -> list[str]:
     config = {"mode": DOCTOR_TRIAL["mode"], "seed": DOCTOR_TRIAL["seed"], "device": DOCTOR_TRIAL["device"],
               "iterations": DOCTOR_TRIAL["iterations"], "workers": DOCTOR_TRIAL["workers"],
               "r_stack_check": True, "jitter_s": 0.0005, "run_id": "bench", "torch_facts": True,
+              "overlap_setup": DOCTOR_TRIAL["overlap_setup"],
               "r_facts": str(scripts_dir() / "r_facts.R")}
     return [sys.executable, "-m", "rcompat.race.worker", json.dumps(config)]
 

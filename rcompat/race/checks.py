@@ -16,7 +16,8 @@ from rcompat.model import Finding, Status
 
 AREA = "race"
 TITLE = "R and Python in one process: races and the address space"
-DOCTOR_TRIAL = {"device": "cpu", "iterations": 4, "workers": 2, "mode": "serialized", "trials": 1, "seed": 1}
+DOCTOR_TRIAL = {"device": "cpu", "iterations": 4, "workers": 2, "mode": "serialized", "trials": 1, "seed": 1,
+                "overlap_setup": True}
 DOCTOR_TRIAL_TIMEOUT_S = 20.0
 R_FACT_READERS = ("r", "cuda", "elf")  # the areas that read R's facts
 

@@ -37,7 +37,7 @@ def run(device: str = "auto", iterations: int = 20, workers: int = 4, mode: str 
         timeout: float = 30.0, trace: str | None = None, *, trials: int = 3, seed: int | None = None,
         r_stack_check: bool = True, jitter_s: float = 0.0005,
         hooks: Mapping[str, Any] | None = None, progress: "Progress | None" = None,
-        torch_facts: bool = False, r_facts: str | None = None) -> RaceResult:
+        torch_facts: bool = False, r_facts: str | None = None, overlap_setup: bool = False) -> RaceResult:
     """Run `trials` trials per mode ("unsafe", "serialized" or "both") and return what they showed.
 
     `timeout` (seconds): a trial with no progress by then is a hang; one still progressing runs on,
@@ -49,6 +49,8 @@ def run(device: str = "auto", iterations: int = 20, workers: int = 4, mode: str 
     torch child would (rcompat.cuda.torch_child.torch_facts) in `result.torch_facts` (None when it
     could not), so the doctor starts torch once for both. `r_facts` (the path of r_facts.R): that child
     also reports rpy2's mode and R's core facts (rcompat.r.worker's answer) in `result.r_facts`.
+    `overlap_setup`: each child imports torch on a thread while R starts on its main thread
+    (rcompat.race.worker.TorchImport), rather than after R; the doctor's trial asks for it.
     """
     from rcompat.progress import disabled
 
@@ -79,6 +81,7 @@ def run(device: str = "auto", iterations: int = 20, workers: int = 4, mode: str 
             trial_config = {"mode": m, "seed": seed + index, "device": device, "iterations": iterations,
                             "workers": workers, "r_stack_check": bool(r_stack_check), "jitter_s": float(jitter_s),
                             "run_id": run_id, **dict(hooks or {}),
+                            **({"overlap_setup": True} if overlap_setup else {}),
                             **({"torch_facts": True} if torch_facts and not result.trials else {}),
                             **({"r_facts": str(r_facts)} if r_facts and not result.trials else {})}
             progress.note(f"{m} trial {index + 1}/{trials}")

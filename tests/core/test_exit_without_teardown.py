@@ -36,3 +36,25 @@ def test_another_thread_or_an_in_process_caller_returns_as_before():
     assert _run("thread") == (0, "written;", "returned;atexit ran;")
     assert _run("in-process") == (0, "written;", "returned;atexit ran;")
 
+
+
+def test_the_command_line_doctor_runs_without_the_cyclic_collector_and_gives_it_back(monkeypatch, capsys):
+    """`rcompat doctor` turns Python's cyclic collector off for its run (rcompat.cli.doctor_cmd) and on
+    again after, so an in-process caller (tests, the R package) keeps its own setting."""
+    import gc
+
+    from rcompat import areas
+    from rcompat.cli.main import main
+    from rcompat.model import Report
+
+    during = []
+
+    def fake_run_doctor(*args, **kwargs):
+        during.append(gc.isenabled())
+        return Report(command="doctor")
+
+    monkeypatch.setattr(areas, "run_doctor", fake_run_doctor)
+    assert gc.isenabled()
+    assert main(["doctor", "--format", "json", "--quiet"]) == 0
+    assert during == [False] and gc.isenabled()
+    assert '"command": "doctor"' in capsys.readouterr().out
