@@ -13,17 +13,19 @@ CUDA build collect_env reports.
 
 Where the cold run's time goes (issue 31, 2 CPUs): its critical path is the race trial's child
 (Python, rpy2 and R, torch, the trial, then torch's and R's facts for the cuda and r areas), started
-first, about 0.1 s after the doctor itself; alone it takes a little less than the pair (the row "the
-cold run's race trial child alone": 0.87x here, 1.92 s against 2.21 s), because both import torch
-(1.1-1.4 s of CPU) and start R. Everything else (reticulate's discovery, loaded lean: 0.4 s of CPU; the
+first, about 0.1 s after the doctor itself. That child sets R and torch up at once (overlap_setup:
+torch imports on a thread while R starts on the main thread; one Rscript for R's front-end
+environment instead of rpy2's two R starts; the cyclic collector off during set-up): alone it went
+from 1.7 s to about 1.1 s. Everything else (reticulate's discovery, loaded lean: 0.4 s of CPU; the
 packages of the Python it names; the compiler probe; NVML; the ELF reading here: about 1.3 s of CPU
-in all) runs beside it at nice 5, on the other CPU. Measured here (2 CPUs, load 2-3 from another
-session, best of 5): cold 2.55 s = 1.15x, 3.70 s of CPU against the pair's 2.31 s; the code before
-(same runs, the three taking turns, load 5-6, best of 6): 1.59x against 1.18x now, 4.52 s of CPU
-against 3.50 s (the pair 2.15 s). Inside the doctor the trial's child
-takes 2.6-2.8 s for 2.05 s of CPU, against ~1.9 s alone: what the other CPU's work still costs it on
-two CPUs (shared caches, wake-ups landing on its CPU). So 1.0x is in reach only where the trial's
-child has a CPU to itself and the rest fits on the other: at best about 1.0-1.05x on 2 quiet CPUs.
+in all) runs beside it at nice 10, on the other CPU, and so do those threads' children: each child
+starts a session, which the kernel's autogroup makes a scheduling group of its own, so
+rcompat.isolate gives that group the starting thread's nice value (before, a child's own nice
+counted for nothing against the trial's group). Measured here (2 CPUs, quiet, best of 6, alternated
+with the pair): cold 1.15-1.22x before the overlap, 0.99-1.0x with it, 0.94x with the children's
+groups at nice 5, 0.90-0.91x at nice 10; the doctor's CPU ~2.7 s against the pair's ~1.8 s. On two
+CPUs the rest of the doctor's work still costs the trial's child some of its CPU's time (shared
+caches, wake-ups landing on its CPU): a machine with fewer CPUs or more load sees less of the gain.
 
 A cold run's timeline (issue 31, perf_counter stamps from every process, load 1.3-2.3, medians of 8):
 the trial's child starts 78 ms after the doctor is launched (Python's start, imports and argparse up

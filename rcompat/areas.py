@@ -221,8 +221,11 @@ def start_early(order: list[str], ctx: Context, started: list[threading.Thread])
 START_WAIT_S = 2.0  # a bound only: the trial's child starts some 40 ms after its thread, a claim at once
 
 
-# CFS weighs a nice-5 task at about a third of a nice-0 one (kernel/sched/core.c, sched_prio_to_weight).
-BACKGROUND_NICE = 5
+# CFS weighs a nice-10 task (or autogroup: rcompat.isolate gives each child's group this value too) at
+# about a tenth of a nice-0 one (kernel/sched/core.c, sched_prio_to_weight: 110 against 1024). Measured
+# on 2 CPUs with the children's groups niced: the cold doctor at 0.90-0.91x of collect_env + sessionInfo
+# with 10, 0.94x with 5 (best of 6, two rounds each, alternated).
+BACKGROUND_NICE = 10
 
 
 def _quietly(produce: Callable[[Context], Any], ctx: Context, nice: int) -> None:

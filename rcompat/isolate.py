@@ -159,6 +159,7 @@ def _run(argv: Sequence[str], timeout: float, full_env: dict[str, str], cwd: str
     except (OSError, ValueError) as exc:
         return ChildResult(list(argv), 127, False, 0.0, "", f"cannot start {argv[0]}: {exc}")
     started.append(proc.pid)
+    _autogroup_nice(proc.pid)
     inodes = [i for i in (pipe_inode(proc.stdout.fileno()), pipe_inode(proc.stderr.fileno())) if i]
     with _live_lock:
         _live[proc] = inodes
@@ -194,6 +195,28 @@ def _run(argv: Sequence[str], timeout: float, full_env: dict[str, str], cwd: str
     return ChildResult(list(argv), proc.returncode, got.timed_out, time.monotonic() - start, out, err,
                        parse_json_lines(out), got.reason, watch.usage() if patience is not None else None,
                        output_cut=got.cut, timeout_s=timeout)
+
+
+def _autogroup_nice(pid: int) -> None:
+    """The child's scheduling group at the nice value of the thread that started it.
+
+    A child starts a session of its own (start_new_session, so its whole tree can be killed), and
+    where the kernel groups tasks by session (CONFIG_SCHED_AUTOGROUP, on by default in Debian's and
+    most distributions' kernels: /proc/sys/kernel/sched_autogroup_enabled) the CPU is shared between
+    the groups first, each group's nice value weighing it, and a task's own nice value counts only
+    inside its group: a child at nice 10 alone in its session competed with the doctor's race trial
+    as an equal. Its group gets the starting thread's nice value (rcompat.areas.BACKGROUND_NICE), so
+    it yields as meant. Raising a nice value needs no privilege; failures (no autogroup, another
+    kernel, the kernel's limit of one change per 100 ms for unprivileged callers) leave it as it was."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        nice = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+        if nice > 0:
+            with open(f"/proc/{pid}/autogroup", "w") as group:
+                group.write(str(nice))
+    except (OSError, AttributeError):
+        pass
 
 
 _live: dict[subprocess.Popen, list[int]] = {}

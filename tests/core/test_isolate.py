@@ -124,3 +124,30 @@ def test_a_child_tmpdir_still_written_by_its_dying_session_is_removed_once_the_s
             os.killpg(child.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
+
+
+def test_a_childs_scheduling_group_takes_the_nice_value_of_the_thread_that_starts_it():
+    """Each child starts a session, which the kernel's autogroup makes a scheduling group of its own:
+    without its group niced, a child started from a nice thread competed as an equal (rcompat.areas
+    .BACKGROUND_NICE, the doctor's early facts). A thread at nice 0 leaves its children's groups at 0."""
+    import threading
+
+    import pytest
+
+    if not os.path.exists("/proc/self/autogroup"):
+        pytest.skip("this kernel has no autogroup (CONFIG_SCHED_AUTOGROUP): nothing to set")
+    seen = {}
+
+    def start(nice):
+        if nice:
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), nice)  # this thread only
+        # the child reads its group once its input arrives: the parent writes it after setting the group
+        result = run_child(["sh", "-c", "read line && cat /proc/self/autogroup"], timeout=30, stdin="go\n")
+        seen[nice] = (result.ok, result.stdout.split()[-1] if result.stdout.split() else result.describe_end())
+
+    for nice in (0, 7):
+        thread = threading.Thread(target=start, args=(nice,))
+        thread.start()
+        thread.join(60)
+    own = open("/proc/self/autogroup").read().split()
+    assert seen == {0: (True, "0"), 7: (True, "7")}, (seen, own)
