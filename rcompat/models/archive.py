@@ -93,6 +93,7 @@ class ModelZip:
                     raise ModelFileError(f"{path}: member {name!r} ends past the end of the file "
                                          f"(truncated archive)")
         self.index = dict(zip(names, range(len(names))))  # a name listed twice: the last, as zipfile's lookup
+        self.unique_names = len(self.index) == len(names)
 
     def __contains__(self, name: str) -> bool:
         return name in self.index

@@ -70,7 +70,8 @@ def _check_storages(mz: ModelZip, folder: str, storages: dict[str, tuple[str, in
     only when one fails, the loop that names the first in order."""
     if storages:
         values = list(storages.values())
-        stored = map(mz.file_sizes.__getitem__, map(mz.index.get, map(folder.__add__, storages)))
+        stored = _listed_in_order(mz, folder, storages) \
+            or map(mz.file_sizes.__getitem__, map(mz.index.get, map(folder.__add__, storages)))
         try:     # a storage without its member: file_sizes[None], a TypeError
             if values.count(values[0]) == len(values):   # compared, not hashed: equal tuples, one need
                 if min(stored) >= values[0][1] * ITEMSIZE.get(values[0][0], 0):
@@ -155,6 +156,18 @@ def read_legacy(data, path: str) -> ModelInfo:
     info.details = {"top_level": _type_name(facts.root), "storages": len(storages), "sys_info": plain,
                     "pickle_opcodes": facts.opcodes}
     return info
+
+
+def _listed_in_order(mz: ModelZip, folder: str, storages: dict) -> "list[int] | None":
+    """The sizes of the storages' members where the directory lists them one after another in the
+    storages' order, as torch.save writes them: one text search and a slice, no member name built nor
+    looked up (~5 us against ~50 us for 256 storages); None otherwise. With every name listed once and no
+    NUL in a name (ModelZip), the joined names found between NULs are exactly those consecutive entries."""
+    run = "\0" + folder + ("\0" + folder).join(storages) + "\0"
+    if not mz.unique_names or run.count("\0") != len(storages) + 1 or run not in mz.listed:
+        return None
+    first = mz.index[folder + next(iter(storages))]
+    return mz.file_sizes[first:first + len(storages)]
 
 
 def _top_folder(mz: ModelZip, listed: str) -> str:

@@ -131,3 +131,56 @@ def test_a_storage_without_its_member_is_refused_by_name(model_dir, tmp_path):
     key = dropped.rsplit("/", 1)[1]
     with pytest.raises(ModelFileError, match=f"storage '{key}' has no member '{dropped}'"):
         read_model(cut)
+
+
+def _rewritten(src: Path, dst: Path, order=None, replace: "dict[str, bytes] | None" = None,
+               extra: "list[tuple[str, bytes]] | None" = None) -> Path:
+    """`src`'s members written again by zipfile (STORED), in `order` (a key over the names), members in
+    `replace` with other bytes, `extra` (name, bytes) appended after them."""
+    with zipfile.ZipFile(src) as zf, zipfile.ZipFile(dst, "w") as out:
+        infos = sorted(zf.infolist(), key=order) if order else zf.infolist()
+        for info in infos:
+            out.writestr(info, (replace or {}).get(info.filename, zf.read(info)))
+        for name, data in extra or []:
+            with pytest.warns(UserWarning, match="Duplicate name"):
+                out.writestr(name, data)
+    return dst
+
+
+def _storage_members(path: Path) -> list[str]:
+    with zipfile.ZipFile(path) as zf:
+        return sorted((n for n in zf.namelist() if "/data/" in n), key=lambda n: int(n.rsplit("/", 1)[1]))
+
+
+def test_storages_are_checked_in_one_slice_where_listed_in_order_and_one_by_one_otherwise(model_dir, tmp_path,
+                                                                                         monkeypatch):
+    """torch.save lists a state dict's storages one after another in their keys' order: their sizes are one
+    slice of the directory. A directory in another order reads the same, by name."""
+    from rcompat.models import torchfiles
+
+    src = model_dir / "state_dict.pt"
+    taken = []
+    real = torchfiles._listed_in_order
+    monkeypatch.setattr(torchfiles, "_listed_in_order", lambda *a: taken.append(real(*a)) or taken[-1])
+    as_written = read_model(src)
+    assert len(as_written.tensors) >= 2 and taken[-1] is not None
+    reversed_ = _rewritten(src, tmp_path / "reversed.pt", order=lambda i: -i.header_offset)
+    assert read_model(reversed_).tensors == as_written.tensors and taken[-1] is None
+
+
+def test_a_short_storage_member_listed_in_order_is_refused_by_name(model_dir, tmp_path):
+    src = model_dir / "state_dict.pt"
+    members = _storage_members(src)
+    cut = _rewritten(src, tmp_path / "short.pt", replace={members[1]: b"\0" * 3})
+    with pytest.raises(ModelFileError, match=f"member '{members[1]}' holds 3 bytes"):
+        read_model(cut)
+
+
+def test_a_storage_listed_twice_is_checked_in_its_last_listing_as_zipfile_reads_it(model_dir, tmp_path):
+    """Names listed twice: zipfile (and ModelZip) read the last; the in-order slice would see the first,
+    so it is not taken there. A short last copy is refused though the first run of names is whole."""
+    src = model_dir / "state_dict.pt"
+    members = _storage_members(src)
+    twice = _rewritten(src, tmp_path / "twice.pt", extra=[(members[-1], b"\0" * 3)])
+    with pytest.raises(ModelFileError, match=f"member '{members[-1]}' holds 3 bytes"):
+        read_model(twice)
