@@ -10,8 +10,9 @@ data.pkl is 7,691 opcodes. The in-process row times `read_model(path)` whole: op
 (the first read alone, the rest as runs split out in C: rcompat/models/torchruns.py), the storages
 checked against their members, and every TensorInfo made (nothing is left lazy for the renderer);
 torch.load maps the file and builds 256 storages and tensors over it. Each side runs in blocks of
---block calls, the blocks alternating (--rounds rounds, the order reversed each round), best of each side:
-each side is measured warm, as timeit measures it, while alternating by block still shares the machine's
+--block calls, the blocks alternating (--rounds rounds, the order reversed each round; 10 by default,
+since these machines' speed drifts by 10% from one moment to the next), best of each side: each
+side is measured warm, as timeit measures it, while alternating by block still shares the machine's
 drift between them; call by call, each of rcompat's ~0.8 ms calls would start in the CPU caches torch.load's
 ~15 ms call just filled (~0.1-0.3 ms more), which torch's call hardly feels, so the note also prints that
 figure (--alternated pairs). The row records wall time, the note CPU time (on a loaded machine torch's
@@ -21,7 +22,7 @@ process, interpreter start-up and imports included: `rcompat model inspect FILE`
 against `python -c "import torch; torch.load(...)"` (~1.6-1.7 s, most of it importing torch): ~0.038x.
 docs/models.md (Speed) says where the time goes and why the walk is not the C unpickler.
 
-    .venv/bin/python benchmarks/bench_model.py [--rounds 5] [--block 10] [--alternated 15] [--mib 1024] [--processes 7]
+    .venv/bin/python benchmarks/bench_model.py [--rounds 10] [--block 10] [--alternated 15] [--mib 1024] [--processes 7]
 """
 from __future__ import annotations
 
@@ -166,7 +167,7 @@ def scanners() -> list[str]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--rounds", type=int, default=5, help="rounds of a block of calls of each side (best of all)")
+    ap.add_argument("--rounds", type=int, default=10, help="rounds of a block of calls of each side (best of all)")
     ap.add_argument("--block", type=int, default=10, help="calls of one side in a row, in each round")
     ap.add_argument("--alternated", type=int, default=15, help="rounds of one call each, for the note")
     ap.add_argument("--mib", type=int, default=1024)
