@@ -47,7 +47,7 @@ LAYERS = 6
 ROUNDS = int(os.environ.get("RCOMPAT_BENCH_IMAGE_ROUNDS", "2"))
 
 
-def _load(name: str, path: Path):
+def _module(name: str, path: Path):
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -120,7 +120,7 @@ def _images(cache: Path) -> dict[str, Path]:
             for side in ("old", "new") for kind in ("gzip", "plain")}
     roots = cache / f"roots-{BULK_MB}"
     if not (roots / "done").exists():
-        built = _load("upgrade_fixture_build", REPO / "fixtures/upgrade/build.py").build_scenario(roots, libs=None)
+        built = _module("upgrade_fixture_build", REPO / "fixtures/upgrade/build.py").build_scenario(roots, libs=None)
         for seed, side in enumerate(("old", "new")):
             _bulk(built[side], BULK_MB, seed)
         (roots / "done").write_text("")
@@ -189,27 +189,27 @@ def main() -> int:
     gz = [images["old-gzip"], images["new-gzip"]]
     plain = [images["old-plain"], images["new-plain"]]
     size = sum(p.stat().st_size for p in gz + plain)
-    print(f"images: {size / 1e9:.2f} GB in all (gzip and uncompressed pairs); load average {_load()}")
+    print(f"images: {size / 1e9:.2f} GB in all (gzip and uncompressed pairs); load average {_load_average()}")
     note = f"{LAYERS} layers an image, {BULK_MB} MB of data each beside the torch roots; {os.cpu_count()} cores"
     with tempfile.TemporaryDirectory(prefix="bench-blobs-", dir=cache) as tmp:
         blobs = [b for archive in gz for b in _blobs(archive, Path(tmp) / archive.stem)]
         _warm(blobs + gz)
         (ours, ours_cpu), (floor, floor_cpu) = _alternating(lambda: _scan(*gz), lambda: _floor(blobs))
     ok = record("image-read", "upgrade scan of two gzip-layer images vs sha256sum + gzip -dc of their blobs", ours,
-                "sha256sum + gzip -dc", floor, goal=0.5, note=f"{note}; load {_load()}")
+                "sha256sum + gzip -dc", floor, goal=0.5, note=f"{note}; load {_load_average()}")
     record("image-read", "the same, CPU time (user + system)", ours_cpu, "sha256sum + gzip -dc", floor_cpu,
            note="what a machine without a free core would see")
     _warm(plain)
     (archives, archives_cpu), (directories, directories_cpu) = _alternating(
         lambda: _scan(*plain), lambda: _scan(images["old-dir"], images["new-dir"]))
     ok &= record("image-read", "upgrade scan of two uncompressed image archives vs the same roots as directories",
-                 archives, "rcompat upgrade on directories", directories, goal=1.5, note=f"{note}; load {_load()}")
+                 archives, "rcompat upgrade on directories", directories, goal=1.5, note=f"{note}; load {_load_average()}")
     record("image-read", "the same, CPU time (user + system)", archives_cpu, "rcompat upgrade on directories",
            directories_cpu, note="the archives' extra is hashing every byte (sha256, the layers' digests)")
     return 0 if ok else 1
 
 
-def _load() -> str:
+def _load_average() -> str:
     return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
