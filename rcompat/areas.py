@@ -26,7 +26,7 @@ from rcompat.errors import UsageError
 from rcompat.isolate import allow_children, children_started, children_stopped_on_interrupt, wait_for_next_child
 from rcompat.model import Finding, Report, Status, share_duration
 from rcompat.progress import Progress, disabled
-from rcompat.termination import despite_interrupts
+from rcompat.termination import despite_interrupts, signals_held
 
 # Order is the order of the report: the stack from the bottom (the system, R, Python) up to the GPU and the
 # combinations that break in one process.
@@ -209,8 +209,9 @@ def start_early(order: list[str], ctx: Context, started: list[threading.Thread])
             thread = threading.Thread(target=_quietly, args=(produce, ctx, nice), daemon=True,
                                       name=f"rcompat-start-{area}")
             count = children_started()
-            thread.start()
-            started.append(thread)  # at once: an interrupt in the waits below must still find it
+            with signals_held():  # an interrupt in start()'s own wait must still find it in `started`
+                thread.start()
+                started.append(thread)
             if first:  # its child starts first (its imports take a few ms); the others yield to it,
                 # if it has one (a trial read from the cache has none)
                 nice = BACKGROUND_NICE if wait_for_next_child(count, thread, START_WAIT_S) else 0
@@ -251,12 +252,15 @@ def _run_areas(chosen: list[str], order: list[str], jobs: int, run_one: Callable
         else:
             early: list[threading.Thread] = []
             try:
+                # the pool's threads start in submit(), which records them only once started: held
+                # signals, so an interrupt cannot leave one out of what shutdown waits for
                 with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="rcompat-area") as pool:
                     futures = []
                     try:
                         with children_stopped_on_interrupt():  # Ctrl-C: the area threads' children too
                             start_early(order, ctx, early)
-                            futures += [pool.submit(run_one, area) for area in order]
+                            with signals_held():
+                                futures += [pool.submit(run_one, area) for area in order]
                             for future in futures:
                                 future.result()
                     except BaseException:

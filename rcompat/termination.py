@@ -80,6 +80,34 @@ def _deliver_again(signum: int) -> None:
     timer.start()
 
 
+HELD_SIGNALS = (signal.SIGINT, *TERMINATING_SIGNALS)
+
+
+@contextmanager
+def signals_held() -> Iterator[None]:
+    """In the main thread: SIGINT, SIGTERM and SIGHUP that arrive while the block runs are handled
+    when it ends. Thread.start() waits for the new thread to run, and an interrupt raised in that wait
+    left a started thread out of the list of threads to wait for: a doctor exited while such a START
+    thread created its child's directory (rcompat-child-* left behind, 1 SIGHUP in ~10). The handlers
+    are swapped for one that records, not the signal mask: another thread that does not block a
+    signal takes it, and Python runs the handler in the main thread all the same."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    previous = {}
+    for signum in HELD_SIGNALS:
+        if signal.getsignal(signum) not in (signal.SIG_IGN, None):  # ignored stays ignored
+            previous[signum] = signal.signal(signum, lambda got, frame: caught.append(got))
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        if caught:
+            signal.raise_signal(caught[0])  # handled now, by the handler the block had replaced
+
+
 def despite_interrupts(clean_up: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
     """Run `clean_up` to its end even when Ctrl-C or SIGTERM arrives meanwhile (removing a temporary
     root of hundreds of MB takes seconds, and a Ctrl-C there left it behind); the interrupt is raised
