@@ -28,10 +28,23 @@ from rcompat.models.pickles import Global
 INT = rb"(?:K.|M..|J....|\x8a(?:\x05.{5}|\x06.{6}|\x07.{7}|\x08.{8}))"  # LONG1 as pickle writes it: 5..8 bytes
 PUT = rb"(q.|r....)"
 GET = rb"(h.|j....)"
-# TUPLE1/2/3 after their one, two, three ints, else MARK ints TUPLE. Spelled out, not INT{1,3}: a counted
-# repeat of a group is sre's slowest construct (a context pushed per turn); this is ~20% of a split.
-TUPLE_BODY = (rb"(" + INT + rb"\x85|" + INT + INT + rb"\x86|" + INT + INT + INT + rb"\x87|\(" + INT
-              + rb"{4,64}t)")
+_INT4 = rb"(?:K.|M..|J....)"   # BININT1/2/BININT: every int a run reads but those past 32 bits (LONG1:
+                               # its record ends the run and is read alone, by torchrecords' full INT)
+
+
+def tuple_body(integer: bytes) -> bytes:
+    """TUPLE1/2/3 after their one, two, three ints, else MARK ints TUPLE (a group: the tuple's bytes).
+    Nested, not integer{1,3}: a counted repeat of a group is sre's slowest construct (a context pushed
+    per turn, ~20% of a split), and each int written once keeps the pattern's compile short (~0.5 ms
+    a pattern, paid by every `model inspect`)."""
+    return (rb"(" + integer + rb"(?:\x85|" + integer + rb"(?:\x86|" + integer + rb"\x87))|\(" + integer
+            + rb"{4,64}t)")
+
+
+TUPLE_BODY = tuple_body(INT)
+_TUPLE4 = tuple_body(_INT4)
+
+
 def _steady(put: bytes, get: bytes) -> re.Pattern:
     """A record after its name, every constant fetched, its PUTs and GETs the forms given: split's items
     per record are what lies before it (its name) and these groups, so an item's index is its group's
@@ -42,9 +55,9 @@ def _steady(put: bytes, get: bytes) -> re.Pattern:
         + b"(" + get + b")"                                              # 3 storage type
         + rb"X([\x01-\x09])\0\0\0(\d{1,9})(" + put + b")"                 # 4 5 6 key (str(int): length checked)
         + b"(" + get + b")"                                              # 7 location
-        + rb"(" + INT + rb")t(" + put + rb")Q" + INT                      # 8 numel, 9; the storage offset
-        + rb"(?:\)|" + TUPLE_BODY + b"(" + put + b"))"                      # 10 shape, 11
-        + rb"(?:\)|" + TUPLE_BODY + b"(" + put + b"))"                      # 12 stride, 13
+        + rb"(" + _INT4 + rb")t(" + put + rb")Q" + _INT4                  # 8 numel, 9; the storage offset
+        + rb"(?:\)|" + _TUPLE4 + b"(" + put + b"))"                         # 10 shape, 11
+        + rb"(?:\)|" + _TUPLE4 + b"(" + put + b"))"                         # 12 stride, 13
         + rb"[\x88\x89](" + get + rb")\)R(" + put + rb")t(" + put + rb")R(" + put + b")"   # 14 OrderedDict, 15 16 17
         + rb"(?:X(....))?",                                               # 18 the next record's name length
         re.DOTALL)
