@@ -340,3 +340,19 @@ def test_every_one_byte_change_in_a_long_form_run_is_answered_as_the_walk_answer
         for value in {data[i] ^ 1, 0x71, 0x68}:   # a flipped bit, BINPUT, BINGET
             in_bulk += assert_same(data[:i] + bytes([value]) + data[i + 1:])
     assert in_bulk > 50
+
+
+def test_a_record_with_ints_past_32_bits_inside_a_run_is_read_alone_as_the_walk_reads_it():
+    """Runs take BININT1/2/BININT ints only (their patterns stay short to compile); a LONG1 size ends
+    the run, and that record is read alone."""
+    def tensor(key, *shape):
+        return _Tensor(_Storage(("storage", torch.FloatStorage, str(key), "cpu", 4)), _t(*shape), _t(*([1] * len(shape))))
+
+    state = {f"a{i}": tensor(i, 4) for i in range(12)}
+    state["wide"] = tensor(12, 2 ** 31 + 5)
+    state["wider"] = tensor(13, 3, 2 ** 40)
+    state.update({f"b{i}": tensor(14 + i, 2, 2) for i in range(12)})
+    data = torch_like(state)
+    assert assert_same(data) is True
+    shapes = {t.name: t.shape for t in read_pickle(data, "t.pt").tensors}
+    assert shapes["wide"] == (2 ** 31 + 5,) and shapes["wider"] == (3, 2 ** 40) and shapes["b11"] == (2, 2)
