@@ -69,13 +69,10 @@ def tty_cli():
 
 
 def tests_cache_dir() -> Path:
-    """Where test artefacts are kept between runs: $RCOMPAT_TESTS_CACHE, else rcompat-tests/ in the
-    user's cache directory ($XDG_CACHE_HOME or ~/.cache), as fixtures/upgrade/build.py and the
-    benchmarks use it. Read before private_cache_dir replaces XDG_CACHE_HOME for the session."""
-    if os.environ.get("RCOMPAT_TESTS_CACHE"):
-        return Path(os.environ["RCOMPAT_TESTS_CACHE"])
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "rcompat-tests"
+    """Where test artefacts are kept between runs: fixtures/upgrade/build.py's cache_dir() (the one
+    rule, which the benchmarks use too: $RCOMPAT_TESTS_CACHE, else rcompat-tests/ in $XDG_CACHE_HOME or
+    ~/.cache). Read before private_cache_dir replaces XDG_CACHE_HOME for the session."""
+    return load_module("upgrade_fixture_build", FIXTURES / "upgrade" / "build.py").cache_dir()
 
 
 @pytest.fixture(scope="session", autouse=True)

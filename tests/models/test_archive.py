@@ -117,30 +117,15 @@ def test_a_name_that_is_not_utf8_is_refused_as_zipfile_refuses_it(tmp_path):
         _open(bad)
 
 
-def test_a_storage_without_its_member_is_refused_by_name(model_dir, tmp_path):
-    """The storages are checked against their members all at once; the one missing is still the one named."""
-    src = model_dir / "state_dict.pt"
-    with zipfile.ZipFile(src) as zf:
-        members = [n for n in zf.namelist() if "/data/" in n]
-        dropped = sorted(members)[-1]
-        cut = tmp_path / "cut.pt"
-        with zipfile.ZipFile(cut, "w") as out:
-            for info in zf.infolist():
-                if info.filename != dropped:
-                    out.writestr(info, zf.read(info))
-    key = dropped.rsplit("/", 1)[1]
-    with pytest.raises(ModelFileError, match=f"storage '{key}' has no member '{dropped}'"):
-        read_model(cut)
-
-
 def _rewritten(src: Path, dst: Path, order=None, replace: "dict[str, bytes] | None" = None,
-               extra: "list[tuple[str, bytes]] | None" = None) -> Path:
-    """`src`'s members written again by zipfile (STORED), in `order` (a key over the names), members in
-    `replace` with other bytes, `extra` (name, bytes) appended after them."""
+               extra: "list[tuple[str, bytes]] | None" = None, leave_out: str | None = None) -> Path:
+    """`src`'s members written again by zipfile (STORED), in `order` (a key over the infos), members in
+    `replace` with other bytes, `leave_out` left out, `extra` (name, bytes) appended after them."""
     with zipfile.ZipFile(src) as zf, zipfile.ZipFile(dst, "w") as out:
         infos = sorted(zf.infolist(), key=order) if order else zf.infolist()
         for info in infos:
-            out.writestr(info, (replace or {}).get(info.filename, zf.read(info)))
+            if info.filename != leave_out:
+                out.writestr(info, (replace or {}).get(info.filename, zf.read(info)))
         for name, data in extra or []:
             with pytest.warns(UserWarning, match="Duplicate name"):
                 out.writestr(name, data)
@@ -150,6 +135,16 @@ def _rewritten(src: Path, dst: Path, order=None, replace: "dict[str, bytes] | No
 def _storage_members(path: Path) -> list[str]:
     with zipfile.ZipFile(path) as zf:
         return sorted((n for n in zf.namelist() if "/data/" in n), key=lambda n: int(n.rsplit("/", 1)[1]))
+
+
+def test_a_storage_without_its_member_is_refused_by_name(model_dir, tmp_path):
+    """The storages are checked against their members all at once; the one missing is still the one named."""
+    src = model_dir / "state_dict.pt"
+    dropped = _storage_members(src)[-1]
+    cut = _rewritten(src, tmp_path / "cut.pt", leave_out=dropped)
+    key = dropped.rsplit("/", 1)[1]
+    with pytest.raises(ModelFileError, match=f"storage '{key}' has no member '{dropped}'"):
+        read_model(cut)
 
 
 def test_storages_are_checked_in_one_slice_where_listed_in_order_and_one_by_one_otherwise(model_dir, tmp_path,

@@ -90,15 +90,20 @@ def test_without_r_home_nothing_starts_and_rpy2_is_left_alone():
         sys.modules["rpy2.situation"].r_ld_library_path_from_subprocess.__module__ == "rpy2.situation"
 
 
-def test_a_failed_command_leaves_rpy2_asking_its_own(tmp_path):
+def _with_fake_rscript(tmp_path, script: str):
+    """A FrontEndEnvironment whose R_HOME holds only bin/Rscript, the shell `script`; and that home."""
     from rcompat.r.front_end_env import FrontEndEnvironment
 
     fake_home = tmp_path / "R"
     (fake_home / "bin").mkdir(parents=True)
-    script = fake_home / "bin" / "Rscript"
-    script.write_text("#!/bin/sh\necho 'Error: no R here' >&2\nexit 1\n")
-    script.chmod(0o755)
-    front_end = FrontEndEnvironment({"R_HOME": str(fake_home), "PATH": os.environ["PATH"]})
+    rscript = fake_home / "bin" / "Rscript"
+    rscript.write_text("#!/bin/sh\n" + script)
+    rscript.chmod(0o755)
+    return FrontEndEnvironment({"R_HOME": str(fake_home), "PATH": os.environ["PATH"]}), fake_home
+
+
+def test_a_failed_command_leaves_rpy2_asking_its_own(tmp_path):
+    front_end, fake_home = _with_fake_rscript(tmp_path, "echo 'Error: no R here' >&2\nexit 1\n")
     assert front_end.pairs() is None
     asked = []
     ld_path = front_end._ld_library_path(lambda home: asked.append(home) or "asked")
@@ -109,14 +114,8 @@ def test_a_failed_command_leaves_rpy2_asking_its_own(tmp_path):
 
 def test_rows_are_read_as_rpy2_reads_them(tmp_path):
     """Quoted values with commas and quotes, and the diff against the baseline rpy2 makes."""
-    from rcompat.r.front_end_env import FrontEndEnvironment
-
-    fake_home = tmp_path / "R"
-    (fake_home / "bin").mkdir(parents=True)
-    script = fake_home / "bin" / "Rscript"
-    script.write_text('#!/bin/sh\nprintf \'"","x"\\n"A","1"\\n"B","x, ""y"""\\n"R_DEFAULT_PACKAGES","NULL"\\n\'\n')
-    script.chmod(0o755)
-    front_end = FrontEndEnvironment({"R_HOME": str(fake_home), "PATH": os.environ["PATH"]})
+    front_end, fake_home = _with_fake_rscript(
+        tmp_path, 'printf \'"","x"\\n"A","1"\\n"B","x, ""y"""\\n"R_DEFAULT_PACKAGES","NULL"\\n\'\n')
     assert front_end.pairs() == [("A", "1"), ("B", 'x, "y"')]
     variables = front_end._variables(lambda base, home: pytest.fail("rpy2 asked"))
     assert variables({"A": "1"}, None) == (("B", 'x, "y"'),)
