@@ -69,10 +69,15 @@ def tty_cli():
 
 
 def tests_cache_dir() -> Path:
-    """Where test artefacts are kept between runs: fixtures/upgrade/build.py's cache_dir() (the one
-    rule, which the benchmarks use too: $RCOMPAT_TESTS_CACHE, else rcompat-tests/ in $XDG_CACHE_HOME or
-    ~/.cache). Read before private_cache_dir replaces XDG_CACHE_HOME for the session."""
-    return load_module("upgrade_fixture_build", FIXTURES / "upgrade" / "build.py").cache_dir()
+    """Where test artefacts are kept between runs: $RCOMPAT_TESTS_CACHE, else rcompat-tests/ in the
+    user's cache directory ($XDG_CACHE_HOME or ~/.cache), as fixtures/upgrade/build.py and the
+    benchmarks use it. Read before private_cache_dir replaces XDG_CACHE_HOME for the session. The same
+    rule as build.py's cache_dir(), written here again on purpose: this file must run on its own
+    (tests/core/test_xdist_groups.py copies it over a bare tree), and build.py is a standalone script."""
+    if os.environ.get("RCOMPAT_TESTS_CACHE"):
+        return Path(os.environ["RCOMPAT_TESTS_CACHE"])
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "rcompat-tests"
 
 
 @pytest.fixture(scope="session", autouse=True)
